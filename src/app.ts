@@ -1,0 +1,89 @@
+/** The Hono app: middleware, error handling and one sub-app per resource. */
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { requestId } from 'hono/request-id';
+import type { AppEnv } from './env';
+import { AppError, failed, handleError } from './errors';
+import { requireAdmin } from './middleware/auth';
+import { admin } from './routes/admin';
+import { adminBins } from './routes/admin-bins';
+import { filebatch } from './routes/filebatch';
+import { lookup } from './routes/lookup';
+import { tokenizer } from './routes/tokenizer';
+import { transaction } from './routes/transaction';
+import { vault } from './routes/vault';
+
+/** JSON bodies are small; the streamed uploads listed here enforce their own, larger limits. */
+export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
+const STREAMED_UPLOADS = new Set(['POST /api/filebatch', 'POST /admin/bins/import', 'POST /admin/bins/ranges/import']);
+
+const jsonBodyLimit = bodyLimit({
+  maxSize: JSON_BODY_LIMIT_BYTES,
+  onError: () => {
+    throw new AppError('payload_too_large', `request body exceeds ${JSON_BODY_LIMIT_BYTES} bytes`);
+  },
+});
+
+export const app = new Hono<AppEnv>();
+
+app.use(requestId());
+app.use(async (c, next) => {
+  await next();
+  // Nothing this service answers may be sniffed into another type or cached: bodies can hold card metadata.
+  c.header('X-Content-Type-Options', 'nosniff');
+  c.header('Cache-Control', 'no-store');
+});
+app.use(async (c, next) => {
+  if (STREAMED_UPLOADS.has(`${c.req.method} ${c.req.path}`)) return next();
+  return jsonBodyLimit(c, next);
+});
+
+app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+app.use('/admin/*', requireAdmin);
+app.route('/admin', admin);
+app.route('/admin', adminBins);
+
+app.route('/api/lookup', lookup);
+app.route('/api/tokenizer', tokenizer);
+app.route('/api/vault', vault);
+app.route('/api/transaction', transaction);
+app.route('/api/filebatch', filebatch);
+
+app.onError(handleError);
+app.notFound((c) => {
+  const allowed = allowedMethods(c);
+  if (allowed.length > 0) {
+    c.header('Allow', allowed.join(', '));
+    return c.json(failed(`method ${c.req.method} not allowed on ${c.req.path}; allowed: ${allowed.join(', ')}`), 405);
+  }
+  return c.json(failed(`no route for ${c.req.method} ${c.req.path}`), 404);
+});
+
+/** Methods that have a route for this path: a non-empty answer turns a 404 into a 405. */
+function allowedMethods(c: Context<AppEnv>): string[] {
+  const methods = new Set<string>();
+  for (const route of routePatterns()) {
+    if (route.method !== 'ALL' && route.method !== c.req.method && route.pattern.test(c.req.path)) {
+      methods.add(route.method);
+    }
+  }
+  return [...methods].sort();
+}
+
+let patterns: { method: string; pattern: RegExp }[] | undefined;
+function routePatterns() {
+  // Middleware is registered as method ALL; only real handlers count. Built once per isolate.
+  patterns ??= app.routes.map((route) => ({
+    method: route.method,
+    pattern: new RegExp(
+      '^' +
+        route.path
+          .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+          .replace(/\/:[^/]+/g, '/[^/]+')
+          .replace(/\*/g, '.*') +
+        '/?$',
+    ),
+  }));
+  return patterns;
+}

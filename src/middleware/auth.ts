@@ -1,0 +1,45 @@
+/** Authentication: merchant API keys for /api/*, the operators' token for /admin/*. */
+import { createMiddleware } from 'hono/factory';
+import type { AppEnv, KeyType } from '../env';
+import { AppError } from '../errors';
+import { secretsEqual } from '../lib/crypto';
+import { authenticateKey } from '../services/merchants';
+
+/** The key sent on its own in Authorization; an optional "Bearer " prefix is accepted. */
+export function credentialFrom(header: string | undefined): string | null {
+  if (!header) return null;
+  const value = header.trim().replace(/^Bearer\s+/i, '');
+  return value.length > 0 && value.length <= 256 ? value : null;
+}
+
+/**
+ * Requires an API key of one of `types`. Missing, unknown and revoked keys are all 401;
+ * a valid key of the wrong type is 401 too (SPEC.md: "the public key must not be used").
+ */
+export function requireKey(...types: KeyType[]) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const rawKey = credentialFrom(c.req.header('Authorization'));
+    if (rawKey === null) throw new AppError('unauthorized', 'missing API key in the Authorization header');
+    const caller = await authenticateKey(c.env, rawKey);
+    if (caller === null) throw new AppError('unauthorized', 'invalid or revoked API key');
+    if (!types.includes(caller.keyType)) {
+      throw new AppError('unauthorized', `this operation requires a ${types.join(' or ')} API key`);
+    }
+    c.set('caller', caller);
+    await next();
+  });
+}
+
+export const requireSecretKey = requireKey('secret');
+export const requireAnyKey = requireKey('secret', 'public');
+
+/** Requires the ADMIN_TOKEN secret in Authorization, compared in constant time. */
+export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
+  const token = credentialFrom(c.req.header('Authorization'));
+  const expected = c.env.ADMIN_TOKEN;
+  if (!expected) throw new AppError('unauthorized', 'admin API disabled: ADMIN_TOKEN is not set');
+  if (token === null || !(await secretsEqual(token, expected))) {
+    throw new AppError('unauthorized', 'missing or invalid admin token');
+  }
+  await next();
+});

@@ -1,0 +1,45 @@
+/**
+ * The one place validation errors are formatted: every route validates with `validate(...)`,
+ * which wraps @hono/zod-validator and turns zod issues into a 400 envelope naming each field.
+ */
+import { zValidator } from '@hono/zod-validator';
+import type { MiddlewareHandler, ValidationTargets } from 'hono';
+import type { z } from 'zod';
+import { AppError, type FieldError } from '../errors';
+
+export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
+  return issues.map((issue) => ({
+    field: issue.path.length > 0 ? issue.path.map(String).join('.') : '(body)',
+    msg: issue.message,
+  }));
+}
+
+/** "field: problem; other: problem": what went wrong and where, in one line. */
+export function describeFieldErrors(errors: FieldError[]): string {
+  return errors.map((e) => `${e.field}: ${e.msg}`).join('; ');
+}
+
+/**
+ * Validates one part of the request with a zod schema. For a JSON body the Content-Type is checked
+ * first: Hono's JSON validator silently reads a body of another type as `{}`, and a client that
+ * forgot the header deserves to be told so rather than "field is required".
+ */
+export function validate<Target extends keyof ValidationTargets, Schema extends z.ZodType>(
+  target: Target,
+  schema: Schema,
+) {
+  const validator = zValidator(target, schema, (result) => {
+    if (!result.success) {
+      const errors = fieldErrors(result.error.issues);
+      throw new AppError('bad_request', describeFieldErrors(errors), errors);
+    }
+  });
+  if (target !== 'json') return validator;
+  const jsonValidator: MiddlewareHandler = async (c, next) => {
+    if (!/^application\/([a-z.+-]*\+)?json\b/i.test(c.req.header('Content-Type') ?? '')) {
+      throw new AppError('bad_request', 'Content-Type must be application/json');
+    }
+    return validator(c, next);
+  };
+  return jsonValidator as typeof validator;
+}

@@ -1,0 +1,40 @@
+/** Operators' API: merchants and their API keys. Authenticated by ADMIN_TOKEN (see app.ts). */
+import { Hono } from 'hono';
+import type { AppEnv } from '../env';
+import { AppError, success } from '../errors';
+import { systemClock } from '../lib/time';
+import { validate } from '../middleware/validate';
+import { merchantCreateSchema, merchantPatchSchema, keyCreateSchema, idParamSchema } from '../schemas/admin';
+import { changeMerchant, createKey, createMerchant, revokeKey } from '../services/merchants';
+import { findMerchant } from '../storage/merchants';
+
+export const admin = new Hono<AppEnv>();
+
+admin.post('/merchants', validate('json', merchantCreateSchema), async (c) => {
+  const { merchant, secretKey, publicKey } = await createMerchant(c.env.DB, c.req.valid('json'), systemClock);
+  return c.json(success({ ...merchant, secret_key: secretKey, public_key: publicKey }), 201);
+});
+
+admin.get('/merchants/:id', validate('param', idParamSchema), async (c) => {
+  const merchant = await findMerchant(c.env.DB, c.req.valid('param').id);
+  if (!merchant) throw new AppError('not_found', 'merchant not found');
+  return c.json(success(merchant));
+});
+
+admin.patch('/merchants/:id', validate('param', idParamSchema), validate('json', merchantPatchSchema), async (c) => {
+  const merchant = await changeMerchant(c.env, c.req.valid('param').id, c.req.valid('json'), systemClock);
+  if (!merchant) throw new AppError('not_found', 'merchant not found');
+  return c.json(success(merchant));
+});
+
+admin.post('/merchants/:id/keys', validate('param', idParamSchema), validate('json', keyCreateSchema), async (c) => {
+  const merchantId = c.req.valid('param').id;
+  if (!(await findMerchant(c.env.DB, merchantId))) throw new AppError('not_found', 'merchant not found');
+  const { record, key } = await createKey(c.env.DB, merchantId, c.req.valid('json').type, systemClock);
+  return c.json(success({ id: record.id, type: record.type, key }), 201);
+});
+
+admin.delete('/keys/:id', validate('param', idParamSchema), async (c) => {
+  if (!(await revokeKey(c.env, c.req.valid('param').id, systemClock))) throw new AppError('not_found', 'key not found');
+  return c.body(null, 204);
+});

@@ -1,0 +1,68 @@
+/** D1 access for the `api_keys` table. Only SHA-256 hashes of keys are stored. */
+import type { Caller, KeyType } from '../env';
+
+export interface ApiKeyRecord {
+  id: string;
+  merchant_id: string;
+  type: KeyType;
+  key_hash: string;
+  key_prefix: string;
+  created_at: string;
+}
+
+export function insertApiKeyStatement(db: D1Database, key: ApiKeyRecord): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO api_keys (id, merchant_id, type, key_hash, key_prefix, created_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+    )
+    .bind(key.id, key.merchant_id, key.type, key.key_hash, key.key_prefix, key.created_at);
+}
+
+interface CallerRow {
+  key_id: string;
+  key_type: KeyType;
+  merchant_id: string;
+  merchant_name: string;
+  enhanced_bin_lookup: number;
+  surcharge_rate_bps: number;
+}
+
+/** The caller behind an active (not revoked) key, or null. */
+export async function findCallerByKeyHash(db: D1Database, keyHash: string): Promise<Caller | null> {
+  const row = await db
+    .prepare(
+      `SELECT k.id AS key_id, k.type AS key_type, m.id AS merchant_id, m.name AS merchant_name,
+              m.enhanced_bin_lookup, m.surcharge_rate_bps
+       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+       WHERE k.key_hash = ?1 AND k.revoked_at IS NULL`,
+    )
+    .bind(keyHash)
+    .first<CallerRow>();
+  if (!row) return null;
+  return {
+    keyId: row.key_id,
+    keyType: row.key_type,
+    merchantId: row.merchant_id,
+    merchantName: row.merchant_name,
+    enhancedBinLookup: row.enhanced_bin_lookup === 1,
+    surchargeRateBps: row.surcharge_rate_bps,
+  };
+}
+
+/** Marks a key revoked; answers its hash (to drop cached auth) or null when no active key has that id. */
+export async function revokeApiKey(db: D1Database, id: string, revokedAt: string): Promise<string | null> {
+  const row = await db
+    .prepare('UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL RETURNING key_hash')
+    .bind(id, revokedAt)
+    .first<{ key_hash: string }>();
+  return row?.key_hash ?? null;
+}
+
+export async function listActiveKeyHashes(db: D1Database, merchantId: string): Promise<string[]> {
+  const { results } = await db
+    .prepare('SELECT key_hash FROM api_keys WHERE merchant_id = ?1 AND revoked_at IS NULL')
+    .bind(merchantId)
+    .all<{ key_hash: string }>();
+  return results.map((row) => row.key_hash);
+}

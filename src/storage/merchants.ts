@@ -1,0 +1,83 @@
+/** D1 access for the `merchants` table. */
+
+export interface Merchant {
+  id: string;
+  name: string;
+  enhanced_bin_lookup: boolean;
+  surcharge_rate_bps: number;
+  created_at: string;
+  updated_at: string;
+}
+
+interface MerchantRow {
+  id: string;
+  name: string;
+  enhanced_bin_lookup: number;
+  surcharge_rate_bps: number;
+  created_at: string;
+  updated_at: string;
+}
+
+function toMerchant(row: MerchantRow): Merchant {
+  return {
+    id: row.id,
+    name: row.name,
+    enhanced_bin_lookup: row.enhanced_bin_lookup === 1,
+    surcharge_rate_bps: row.surcharge_rate_bps,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function insertMerchantStatement(db: D1Database, merchant: Merchant): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO merchants (id, name, enhanced_bin_lookup, surcharge_rate_bps, created_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+    )
+    .bind(
+      merchant.id,
+      merchant.name,
+      merchant.enhanced_bin_lookup ? 1 : 0,
+      merchant.surcharge_rate_bps,
+      merchant.created_at,
+      merchant.updated_at,
+    );
+}
+
+export async function findMerchant(db: D1Database, id: string): Promise<Merchant | null> {
+  const row = await db.prepare('SELECT * FROM merchants WHERE id = ?1').bind(id).first<MerchantRow>();
+  return row ? toMerchant(row) : null;
+}
+
+export interface MerchantChanges {
+  name?: string | undefined;
+  enhanced_bin_lookup?: boolean | undefined;
+  surcharge_rate_bps?: number | undefined;
+}
+
+export async function updateMerchant(
+  db: D1Database,
+  id: string,
+  changes: MerchantChanges,
+  updatedAt: string,
+): Promise<Merchant | null> {
+  const row = await db
+    .prepare(
+      `UPDATE merchants SET
+         name = COALESCE(?2, name),
+         enhanced_bin_lookup = COALESCE(?3, enhanced_bin_lookup),
+         surcharge_rate_bps = COALESCE(?4, surcharge_rate_bps),
+         updated_at = ?5
+       WHERE id = ?1 RETURNING *`,
+    )
+    .bind(
+      id,
+      changes.name ?? null,
+      changes.enhanced_bin_lookup === undefined ? null : changes.enhanced_bin_lookup ? 1 : 0,
+      changes.surcharge_rate_bps ?? null,
+      updatedAt,
+    )
+    .first<MerchantRow>();
+  return row ? toMerchant(row) : null;
+}

@@ -1,0 +1,46 @@
+/** Small helpers for driving the Worker through its real fetch handler. */
+import { exports } from 'cloudflare:workers';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+const BASE = 'http://binbatch.test';
+
+export interface CallOptions {
+  key?: string | null;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export function call(method: string, path: string, options: CallOptions = {}): Promise<Response> {
+  const headers = new Headers(options.headers);
+  if (options.key) headers.set('Authorization', options.key);
+  let body: BodyInit | undefined;
+  if (options.body !== undefined) {
+    if (typeof options.body === 'string' || options.body instanceof ReadableStream || options.body instanceof FormData) {
+      body = options.body;
+    } else {
+      body = JSON.stringify(options.body);
+      if (!headers.has('Content-Type')) headers.set('Content-Type', 'application/json');
+    }
+  }
+  return exports.default.fetch(new Request(BASE + path, { method, headers, body }));
+}
+
+export function admin(method: string, path: string, body?: unknown): Promise<Response> {
+  return call(method, path, { key: ADMIN_TOKEN, body });
+}
+
+export interface TestMerchant {
+  id: string;
+  name: string;
+  secretKey: string;
+  publicKey: string;
+}
+
+export async function createMerchant(
+  fields: { name?: string; enhanced_bin_lookup?: boolean; surcharge_rate_bps?: number } = {},
+): Promise<TestMerchant> {
+  const response = await admin('POST', '/admin/merchants', { name: 'Test Merchant', ...fields });
+  if (response.status !== 201) throw new Error(`merchant creation failed: ${response.status} ${await response.text()}`);
+  const { data } = await response.json<{ data: { id: string; name: string; secret_key: string; public_key: string } }>();
+  return { id: data.id, name: data.name, secretKey: data.secret_key, publicKey: data.public_key };
+}
