@@ -138,3 +138,37 @@ export type ResultColumn = (typeof RESULT_COLUMNS)[number];
 
 /** A transaction record: every result column; null where the value is absent (an empty CSV field). */
 export type TransactionRecord = Record<ResultColumn, string | number | boolean | null>;
+
+/**
+ * The engine's interface (implemented in src/services/transactions.ts). Both doors call
+ * `processTransactions(env, caller, requests, context, clock)`: POST /api/transaction with one
+ * request, the batch consumer with a chunk's rows (so BIN, vault and D1 work is shared per chunk).
+ */
+export interface TransactionContext {
+  source: 'api' | 'batch';
+  /** The caller's address (the uploader's, for a batch). */
+  ipAddress: string | null;
+  /** Set for batch rows. */
+  batchId?: string;
+}
+
+export interface TransactionRequest {
+  input: TransactionInput;
+  /** API: the Idempotency-Key header (or a generated one); batch: `${batchId}:${line}`. */
+  idempotencyKey: string;
+  /** Batch: the row's line number in the file (header = line 1). */
+  line?: number;
+}
+
+export interface RowError {
+  field: string;
+  msg: string;
+}
+
+export type TransactionOutcome =
+  /** Processed now, or found already recorded under the same idempotency key (`replayed`). */
+  | { ok: true; record: TransactionRecord; replayed: boolean }
+  /** Refused before processing: `record` is the row's result line (response "error"), not stored. */
+  | { ok: false; reason: 'invalid'; errors: RowError[]; record: TransactionRecord }
+  /** API only: the idempotency key was used before with a different request. */
+  | { ok: false; reason: 'idempotency_conflict'; errors: RowError[]; record: null };
