@@ -28,14 +28,18 @@ export const DEMO = {
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');
 const quote = (text) => `'${String(text).replace(/'/g, "''")}'`;
 
-/** Runs SQL against the local D1 (the file wrangler dev uses), optionally in a persist dir. */
-export function executeLocalSql(sql, { persistTo } = {}) {
+/**
+ * Runs SQL against the local D1 (the file wrangler dev uses). `persistTo` and `config` point it at
+ * another state directory and wrangler config (the benchmark's fresh state); defaults are `npm run dev`'s.
+ */
+export function executeLocalSql(sql, { persistTo, config } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'binbatch-sql-'));
   const file = join(dir, 'statements.sql');
   writeFileSync(file, sql);
   try {
     const args = [runWrangler, 'd1', 'execute', 'DB', '--local', '--file', file];
     if (persistTo) args.push('--persist-to', persistTo);
+    if (config) args.push('--config', config);
     execFileSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: localEnv });
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -59,9 +63,9 @@ export function demoMerchantSql(now = new Date().toISOString()) {
 }
 
 /** Applies the schema and seeds the demo merchant (idempotent). */
-export async function seedLocalState({ persistTo } = {}) {
-  console.log('Applying schema.sql to the local D1...');
-  executeLocalSql((await import('node:fs')).readFileSync('schema.sql', 'utf8'), { persistTo });
-  console.log(`Seeding the demo merchant (${DEMO.merchantId})...`);
-  executeLocalSql(demoMerchantSql(), { persistTo });
+export async function seedLocalState({ persistTo, config, log = console.log } = {}) {
+  log('Applying schema.sql to the local D1...');
+  executeLocalSql((await import('node:fs')).readFileSync('schema.sql', 'utf8'), { persistTo, config });
+  log(`Seeding the demo merchant (${DEMO.merchantId})...`);
+  executeLocalSql(demoMerchantSql(), { persistTo, config });
 }

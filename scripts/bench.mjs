@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// `npm run bench`: starts the Worker on a fresh local state (as `npm run dev` does), prepares data,
+// runs every scenario of docs/performance.md with fixed connections and duration (warm-up excluded),
+// stops the server, prints one table and writes bench/results.json.
+//
+//   npm run bench                          the full run (figures shown in docs/performance.md)
+//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
+//   npm run bench -- --quick               shorter runs and smaller files, for development
+//   options: --connections N  --duration S  --warmup S  --tool wrk|autocannon  --keep-state  --profile
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { detectTool } from './bench/load.mjs';
+import { machineInfo, printTable, writeResults } from './bench/report.mjs';
+import { RssSampler } from './bench/rss.mjs';
+import { startServer } from './bench/server.mjs';
+import { EndpointMissing } from './bench/http.mjs';
+import { baselineScenarios } from './bench/scenarios/baseline.mjs';
+import { importScenarios } from './bench/scenarios/import.mjs';
+import { lookupScenarios } from './bench/scenarios/lookup.mjs';
+import { batchScenarios } from './bench/scenarios/batch.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+process.chdir(root);
+
+const GROUPS = ['baseline', 'import', 'lookup', 'batch'];
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    connections: { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    tool: { type: 'string' },
+    'keep-state': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+  },
+});
+
+const only = values.only ? values.only.split(',').map((g) => g.trim()).filter(Boolean) : GROUPS;
+for (const group of only) {
+  if (!GROUPS.includes(group)) {
+    console.error(`Unknown group "${group}" in --only; use some of: ${GROUPS.join(', ')}.`);
+    process.exit(2);
+  }
+}
+const quick = values.quick;
+const settings = {
+  quick,
+  full: !values.only && !quick,
+  // Modest on purpose: wrk (or autocannon) shares the 2 cores with workerd; more connections only
+  // queue inside workerd, which raises latency without raising throughput.
+  connections: Number(values.connections ?? 10),
+  durationS: Number(values.duration ?? (quick ? 3 : 10)),
+  warmupS: Number(values.warmup ?? (quick ? 1 : 3)),
+  tool: values.tool ?? detectTool(),
+  batchSizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000],
+  profile: values.profile,
+  groups: new Set(['baseline', ...only]),
+};
+
+const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
+log(`load generator: ${settings.tool}, ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s measured per scenario`);
+
+const rows = [];
+const ctx = { root, settings, log, rows, data: {} };
+
+log('starting wrangler dev on a fresh local state...');
+const server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
+Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
+const rss = new RssSampler(() => server.workerdPids()).start();
+ctx.rss = rss;
+log(`server at ${server.url} (workerd pids ${server.workerdPids().join(', ')}, RSS ${rss.currentMb()?.toFixed(0)} MB)`);
+
+const scenarios = [
+  ...baselineScenarios,
+  ...importScenarios,
+  ...lookupScenarios,
+  ...batchScenarios,
+].filter((s) => settings.groups.has(s.group) || s.needed?.(settings.groups));
+
+let failed = false;
+try {
+  for (const scenario of scenarios) {
+    const report = settings.groups.has(scenario.group);
+    log(`${report ? 'scenario' : 'preparing'}: ${scenario.name}`);
+    try {
+      const produced = await scenario.run(ctx);
+      if (report) for (const row of produced ?? []) rows.push({ group: scenario.group, ...row });
+    } catch (error) {
+      const skipped = error instanceof EndpointMissing;
+      if (!skipped) {
+        failed = true;
+        console.error(error);
+      }
+      log(`${scenario.name}: ${error.message}`);
+      if (report) rows.push({ group: scenario.group, scenario: scenario.name, skipped: skipped ? error.message : `failed: ${error.message}` });
+    }
+  }
+} finally {
+  rss.stop();
+  log('stopping the server...');
+  await server.stop();
+}
+
+const baseline = rows.find((r) => r.scenario === 'healthz');
+for (const row of rows) {
+  if (row.ratioToBaseline === true && baseline?.rps) {
+    row.ratioToBaseline = row.rps / baseline.rps;
+    row.p99Ratio = row.p99Ms / baseline.p99Ms;
+  } else if (row.ratioToBaseline === true) {
+    delete row.ratioToBaseline;
+  }
+}
+
+const results = {
+  generatedAt: new Date().toISOString(),
+  command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+  machine: machineInfo(root, settings.tool),
+  settings: { ...settings, groups: [...settings.groups] },
+  rows,
+};
+printTable(results);
+const written = writeResults(root, results, settings.full);
+log(`results written to ${written.join(' and ')}`);
+if (failed) process.exitCode = 1;

@@ -1,0 +1,100 @@
+// The table printed at the end, the machine description, and bench/results.json.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, release, platform } from 'node:os';
+import { join } from 'node:path';
+import { wrkVersion } from './load.mjs';
+
+const version = (root, pkg) => {
+  try {
+    return JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+  } catch {
+    return 'unknown';
+  }
+};
+
+export function machineInfo(root, tool) {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+  } catch {
+    // Not a git checkout.
+  }
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memoryGb: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
+    os: `${platform()} ${release()}`,
+    node: process.version,
+    workerd: version(root, 'workerd'),
+    wrangler: version(root, 'wrangler'),
+    loadGenerator: tool === 'wrk' ? wrkVersion() : `autocannon ${version(root, 'autocannon')}`,
+    commit,
+  };
+}
+
+const int = (n) => Math.round(n).toLocaleString('en-US');
+const fixed = (n, digits = 1) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const ms = (n) => (n == null ? '' : n < 10 ? `${fixed(n, 2)} ms` : `${fixed(n, 1)} ms`);
+
+/** One display line per row: [scenario, rate, p50, p99, vs healthz, time, peak RSS, notes]. */
+export function tableLines(results) {
+  return results.rows.map((row) => {
+    if (row.skipped) return [row.scenario, '', '', '', '', '', '', row.skipped];
+    const rate =
+      row.unit === 'req/s' ? `${int(row.rps)} req/s`
+      : row.unit === 'rows/s' ? `${int(row.rate)} rows/s`
+      : row.unit === 'MB/s' ? `${fixed(row.rate)} MB/s`
+      : '';
+    const ratio =
+      typeof row.ratioToBaseline === 'number'
+        ? `${fixed(row.ratioToBaseline, 2)}× (p99 ${fixed(row.p99Ratio, 2)}×)`
+        : '';
+    const time = row.seconds != null && row.unit !== 'req/s' ? `${fixed(row.seconds, 2)} s` : '';
+    const rss = row.peakRssMb != null ? `${int(row.peakRssMb)} MB` : '';
+    return [row.scenario, rate, ms(row.p50Ms), ms(row.p99Ms), ratio, time, rss, row.note ?? ''];
+  });
+}
+
+const HEADER = ['Scenario', 'Rate', 'p50', 'p99', 'vs healthz', 'Time', 'Peak RSS', 'Notes'];
+
+export function printTable(results) {
+  const lines = [HEADER, ...tableLines(results)];
+  const widths = HEADER.map((_, i) => Math.max(...lines.map((l) => String(l[i]).length)));
+  const fmt = (l) => l.map((cell, i) => String(cell).padEnd(widths[i])).join('  ').trimEnd();
+  console.log('');
+  console.log(fmt(lines[0]));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const line of lines.slice(1)) console.log(fmt(line));
+  const m = results.machine;
+  console.log(`\n${m.cores} cores (${m.cpu}), ${m.memoryGb} GB, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}, ${m.loadGenerator}, commit ${m.commit}`);
+}
+
+/** The same table as Markdown (docs/performance.md). */
+export function markdownTable(results) {
+  const lines = tableLines(results);
+  return [
+    `| ${HEADER.join(' | ')} |`,
+    `|${HEADER.map(() => '---').join('|')}|`,
+    ...lines.map((l) => `| ${l.map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`),
+  ].join('\n');
+}
+
+/**
+ * A full run writes bench/results.json (committed: docs/performance.md shows it); every run also
+ * leaves a timestamped copy in bench/results/ (git-ignored).
+ */
+export function writeResults(root, results, full) {
+  const dir = join(root, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const json = JSON.stringify(results, null, 2) + '\n';
+  const stamp = results.generatedAt.replace(/[:.]/g, '-');
+  const written = [join('bench', 'results', `${stamp}${full ? '' : '-partial'}.json`)];
+  writeFileSync(join(root, written[0]), json);
+  writeFileSync(join(dir, `${stamp}${full ? '' : '-partial'}.md`), markdownTable(results) + '\n');
+  if (full) {
+    writeFileSync(join(root, 'bench', 'results.json'), json);
+    written.unshift(join('bench', 'results.json'));
+  }
+  return written;
+}
