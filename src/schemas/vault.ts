@@ -42,10 +42,18 @@ export const achSchema = z.strictObject({
     .pipe(z.enum(['WEB', 'CCD', 'PPD'], 'must be WEB, CCD or PPD')),
 });
 
-export const paymentMethodSchema = z.union(
-  [z.strictObject({ card: cardSchema }), z.strictObject({ ach: achSchema })],
-  'must be {"card": {...}} or {"ach": {...}}',
-);
+/**
+ * Exactly one of card / ach. Not a zod union: a union reports "no branch matched", while this
+ * names the failing field inside the one the client meant.
+ */
+export const paymentMethodSchema = z
+  .strictObject({ card: cardSchema.optional(), ach: achSchema.optional() })
+  .transform((method, ctx): { card: CardInput } | { ach: AchInput } => {
+    if (method.card !== undefined && method.ach === undefined) return { card: method.card };
+    if (method.ach !== undefined && method.card === undefined) return { ach: method.ach };
+    ctx.addIssue({ code: 'custom', message: 'must hold exactly one of card or ach' });
+    return z.NEVER;
+  });
 
 const flagsField = z.array(z.enum(['surcharge_exempt'], 'unknown flag (known: surcharge_exempt)')).max(10);
 const descriptionField = z.string().max(255, 'must be at most 255 characters');
