@@ -14,7 +14,7 @@ export interface BinLookupResponse {
   card_level_generic?: string;
   country?: string;
   is_surchargeable?: boolean;
-  payment_method_type: string;
+  payment_method_type?: string;
 }
 
 export function sourceOf(request: BinLookupRequest): CardSource {
@@ -39,6 +39,11 @@ export async function answerBinLookup(env: Env, caller: Caller, request: BinLook
   const surchargeable = region
     ? await isSurchargeable(env, metadata, region, { customerExempt: card.surchargeExempt, now })
     : undefined;
+  const regionAnswer = surchargeable !== undefined ? { is_surchargeable: surchargeable } : {};
+  // An unknown BIN answers the minimal body: the BIN, and the brand when its IIN range tells it.
+  if (metadata.matched_length === 0) {
+    return { bin: metadata.bin, ...(metadata.card_brand && { card_brand: metadata.card_brand }), ...regionAnswer };
+  }
   // SPEC.md's fields in its order; matched_length, prepaid, commercial, currency stay internal.
   return {
     bin: metadata.bin,
@@ -47,7 +52,7 @@ export async function answerBinLookup(env: Env, caller: Caller, request: BinLook
     ...(metadata.card_type && { card_type: metadata.card_type }),
     ...(metadata.card_level_generic && { card_level_generic: metadata.card_level_generic }),
     ...(metadata.country && { country: metadata.country }),
-    ...(surchargeable !== undefined && { is_surchargeable: surchargeable }),
+    ...regionAnswer,
     payment_method_type: metadata.payment_method_type,
   };
 }
