@@ -88,8 +88,11 @@ const FIELD_COLUMNS = [
 
 /** json_extract of each field; booleans travel as 1/0 so SQLite stores integers. */
 const FIELD_SELECT = FIELD_COLUMNS.map((column) => `json_extract(value, '$.${column}')`).join(', ');
-/** An upsert fills fields the new record knows and keeps the ones it leaves unknown. */
-const FIELD_UPDATE = FIELD_COLUMNS.map((column) => `${column} = COALESCE(excluded.${column}, ${column})`).join(', ');
+/**
+ * An upsert replaces the whole record: a row is one source's statement about a prefix, and mixing
+ * fields of two sources (one bank's name, another's country) would answer something neither said.
+ */
+const FIELD_UPDATE = FIELD_COLUMNS.map((column) => `${column} = excluded.${column}`).join(', ');
 
 function jsonFields(fields: BinFields): Record<string, string | number | null> {
   return {

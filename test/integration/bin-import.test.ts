@@ -82,10 +82,17 @@ describe('POST /admin/bins/import', () => {
     expect(await lookupOk(merchant.secretKey, { bin: '600004' })).toMatchObject({ country: 'CA' });
   });
 
-  it('upserts: a later import fills the fields it knows and keeps the others', async () => {
-    await importCsv('bin,issuing_bank,country\n650100,First Name Bank,US');
-    await importCsv('bin,card_type,country\n650100,credit,MX');
-    expect(await lookupOk(merchant.secretKey, { bin: '650100' })).toMatchObject({ issuing_bank: 'First Name Bank', card_type: 'credit', country: 'MX' });
+  it('upserts: a later row for the same prefix replaces the whole record', async () => {
+    await importCsv('bin,issuing_bank,card_level_generic,country\n650100,First Bank,gold,US');
+    await importCsv('bin,issuing_bank,card_type,country\n650100,Second Bank,credit,MX');
+    expect(await lookupOk(merchant.secretKey, { bin: '650100' })).toEqual({
+      bin: '650100',
+      card_brand: 'discover',
+      issuing_bank: 'Second Bank',
+      card_type: 'credit',
+      country: 'MX',
+      payment_method_type: 'card',
+    });
   });
 
   it('bumps the data version on every import', async () => {
