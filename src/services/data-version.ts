@@ -7,19 +7,32 @@ import type { Env } from '../env';
 import { getCachedVersion, putCachedVersion } from '../storage/bin-cache';
 import { bumpDataVersion, readDataVersion } from '../storage/bins';
 
+/**
+ * The version is also kept in the isolate for a few seconds: a batch chunk looks up hundreds of
+ * cards in one invocation, and KV allows 1,000 operations per invocation.
+ */
+const MEMO_MS = 5_000;
+let memo: { version: number; until: number } | undefined;
+
+function remember(version: number): number {
+  memo = { version, until: Date.now() + MEMO_MS };
+  return version;
+}
+
 export async function currentDataVersion(env: Env): Promise<number> {
+  if (memo && Date.now() < memo.until) return memo.version;
   const cached = await getCachedVersion(env.BIN_CACHE);
-  if (cached !== null) return cached;
+  if (cached !== null) return remember(cached);
   const version = await readDataVersion(env.DB);
   await putCachedVersion(env.BIN_CACHE, version);
-  return version;
+  return remember(version);
 }
 
 /** Marks all cached lookup answers stale: call after any change to the lookup data. */
 export async function bumpLookupDataVersion(env: Env, now: Date): Promise<number> {
   const version = await bumpDataVersion(env.DB, now.toISOString());
   await putCachedVersion(env.BIN_CACHE, version);
-  return version;
+  return remember(version);
 }
 
 /** BIN_CACHE_TTL_SECONDS as a number (KV's minimum of 60 s applies). */

@@ -135,6 +135,15 @@ describe('KV cache', () => {
     expect(await lookupOk(merchant.secretKey, { bin: '424242' })).toMatchObject({ issuing_bank: 'Stripe Test Bank', country: 'US' });
   });
 
+  it('keeps hits and misses in KV under keys that carry the data version', async () => {
+    await lookupOk(merchant.secretKey, { bin: '5555551234567' });
+    await lookupOk(merchant.secretKey, { bin: '700001' });
+    const version = await env.BIN_CACHE.get('bins:version');
+    expect(version).toMatch(/^[0-9]+$/);
+    expect(await env.BIN_CACHE.get(`bin:v${version}:55555512345`, 'json')).toMatchObject({ v: { prefix: '555555', issuing_bank: 'Debit Union' } });
+    expect(await env.BIN_CACHE.get(`bin:v${version}:700001`, 'json')).toEqual({ v: null });
+  });
+
   it('never puts more than 11 digits of a card number into a cache key', async () => {
     await lookupOk(enhanced.secretKey, { bin: '4111119876543210' });
     const { keys } = await env.BIN_CACHE.list();
