@@ -86,7 +86,7 @@ export async function startServer({ root, logDir, log = console.log, keepState =
     `ADMIN_TOKEN=${adminToken}\nCARD_DATA_KEY=${randomBytes(32).toString('base64')}\n`,
     { mode: 0o600 },
   );
-  await seedLocalState({ persistTo, config, log: (line) => log(`  ${line}`) });
+  await seedLocalState({ persistTo, config, sampleBins: false, log: (line) => log(`  ${line}`) });
 
   const port = await freePort();
   const inspectorPort = await freePort();
