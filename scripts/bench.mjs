@@ -7,11 +7,11 @@
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files, for development
 //   options: --connections N  --duration S  --warmup S  --tool wrk|autocannon  --keep-state  --profile
-import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { detectTool } from './bench/load.mjs';
-import { machineInfo, printTable, writeResults } from './bench/report.mjs';
+import { foreignWorkerdCount, machineInfo, printTable, writeResults } from './bench/report.mjs';
 import { RssSampler } from './bench/rss.mjs';
 import { startServer } from './bench/server.mjs';
 import { EndpointMissing } from './bench/http.mjs';
@@ -59,6 +59,7 @@ const settings = {
   groups: new Set(['baseline', ...only]),
 };
 
+const loadAtStart = Math.round(loadavg()[0] * 100) / 100;
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 log(`load generator: ${settings.tool}, ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s measured per scenario`);
 
@@ -68,6 +69,8 @@ const ctx = { root, settings, log, rows, data: {} };
 log('starting wrangler dev on a fresh local state...');
 const server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
 Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
+const foreignWorkerd = foreignWorkerdCount(server.workerdPids());
+if (foreignWorkerd > 0) log(`note: ${foreignWorkerd} other workerd processes are running on this machine; figures will be noisier`);
 const rss = new RssSampler(() => server.workerdPids()).start();
 ctx.rss = rss;
 log(`server at ${server.url} (workerd pids ${server.workerdPids().join(', ')}, RSS ${rss.currentMb()?.toFixed(0)} MB)`);
@@ -77,7 +80,9 @@ const scenarios = [
   ...importScenarios,
   ...lookupScenarios,
   ...batchScenarios,
-].filter((s) => settings.groups.has(s.group) || s.needed?.(settings.groups));
+  // The baseline again at the end: how much the machine's own load drifted during the run.
+  { ...baselineScenarios[0], name: 'healthz (again, at the end)' },
+].filter((s) => (settings.groups.has(s.group) || s.needed?.(settings.groups)) && s.enabled?.(settings) !== false);
 
 let failed = false;
 try {
@@ -103,12 +108,15 @@ try {
   await server.stop();
 }
 
+// Lookup rows carry a ratio to a healthz run measured right before them (see lookup.mjs); the
+// healthz run at the end is compared with the one at the start.
 const baseline = rows.find((r) => r.scenario === 'healthz');
 for (const row of rows) {
-  if (row.ratioToBaseline === true && baseline?.rps) {
+  if (row.ratioToBaseline !== true) continue;
+  if (baseline?.rps) {
     row.ratioToBaseline = row.rps / baseline.rps;
     row.p99Ratio = row.p99Ms / baseline.p99Ms;
-  } else if (row.ratioToBaseline === true) {
+  } else {
     delete row.ratioToBaseline;
   }
 }
@@ -116,11 +124,12 @@ for (const row of rows) {
 const results = {
   generatedAt: new Date().toISOString(),
   command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-  machine: machineInfo(root, settings.tool),
+  machine: { ...machineInfo(root, settings.tool), loadAverage1mAtStart: loadAtStart, foreignWorkerdAtStart: foreignWorkerd },
   settings: { ...settings, groups: [...settings.groups] },
   rows,
 };
 printTable(results);
 const written = writeResults(root, results, settings.full);
 log(`results written to ${written.join(' and ')}`);
-if (failed) process.exitCode = 1;
+// Exit explicitly: an inspector socket or keep-alive connection must not hold the process open.
+process.exit(failed ? 1 : 0);

@@ -1,7 +1,7 @@
 // The table printed at the end, the machine description, and bench/results.json.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem, release, platform } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem, release, platform } from 'node:os';
 import { join } from 'node:path';
 import { wrkVersion } from './load.mjs';
 
@@ -12,6 +12,20 @@ const version = (root, pkg) => {
     return 'unknown';
   }
 };
+
+/** Other workerd processes on the machine (other checkouts' tests or dev servers) compete for the cores. */
+export function foreignWorkerdCount(ours) {
+  let count = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || ours.includes(Number(entry))) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('workerd')) count += 1;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return count;
+}
 
 export function machineInfo(root, tool) {
   let commit = 'unknown';
@@ -30,6 +44,7 @@ export function machineInfo(root, tool) {
     wrangler: version(root, 'wrangler'),
     loadGenerator: tool === 'wrk' ? wrkVersion() : `autocannon ${version(root, 'autocannon')}`,
     commit,
+    loadAverage1mAtEnd: Math.round(loadavg()[0] * 100) / 100,
   };
 }
 
@@ -48,7 +63,7 @@ export function tableLines(results) {
       : '';
     const ratio =
       typeof row.ratioToBaseline === 'number'
-        ? `${fixed(row.ratioToBaseline, 2)}× (p99 ${fixed(row.p99Ratio, 2)}×)`
+        ? `${fixed(row.ratioToBaseline, 2)}×, p99 ${fixed(row.p99Ratio, 2)}×`
         : '';
     const time = row.seconds != null && row.unit !== 'req/s' ? `${fixed(row.seconds, 2)} s` : '';
     const rss = row.peakRssMb != null ? `${int(row.peakRssMb)} MB` : '';
@@ -56,7 +71,7 @@ export function tableLines(results) {
   });
 }
 
-const HEADER = ['Scenario', 'Rate', 'p50', 'p99', 'vs healthz', 'Time', 'Peak RSS', 'Notes'];
+const HEADER = ['Scenario', 'Rate', 'p50', 'p99', 'vs healthz (req/s, p99)', 'Time', 'Peak RSS', 'Notes'];
 
 export function printTable(results) {
   const lines = [HEADER, ...tableLines(results)];
@@ -67,7 +82,8 @@ export function printTable(results) {
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const line of lines.slice(1)) console.log(fmt(line));
   const m = results.machine;
-  console.log(`\n${m.cores} cores (${m.cpu}), ${m.memoryGb} GB, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}, ${m.loadGenerator}, commit ${m.commit}`);
+  console.log(`\nload average at start ${m.loadAverage1mAtStart}, other workerd processes running at start: ${m.foreignWorkerdAtStart}`);
+  console.log(`${m.cores} cores (${m.cpu}), ${m.memoryGb} GB, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}, ${m.loadGenerator}, commit ${m.commit}`);
 }
 
 /** The same table as Markdown (docs/performance.md). */

@@ -1,1 +1,175 @@
-export const batchScenarios = [];
+// Scenario 6: batch files of 1,000, 10,000 and 100,000 generated rows through the whole pipeline:
+// multipart upload (POST /api/filebatch), queue processing until `completed` (GET /api/filebatch/{id}
+// polled every 100 ms), result download (GET .../download, streamed and counted), and the peak RSS
+// of the workerd processes from the upload's start to the download's end.
+import { callJson, mapLimit, requireRoute, SECRET_KEY } from '../http.mjs';
+import { cardNumber, random } from '../dataset.mjs';
+
+const COLUMNS = [
+  'transaction_type', 'amount', 'cc_number', 'cc_expiration', 'cc_cvc',
+  'ach_account_number', 'ach_routing_number', 'ach_account_type', 'ach_sec_code',
+  'customer_id', 'order_id', 'description', 'email_address',
+  'billing_first_name', 'billing_last_name', 'billing_postal_code', 'billing_country',
+];
+// Routing numbers that pass the ABA checksum (public, of large US banks).
+const ROUTING = ['021000021', '011000015', '026009593', '121000358', '071000013'];
+const TYPES = ['sale', 'sale', 'sale', 'sale', 'authorize', 'authorize', 'credit'];
+const CUSTOMERS = 50;
+
+/**
+ * `rows` data rows: about 65% card, 20% ACH, 10% vault customer, 5% invalid (bad Luhn, expired
+ * card, missing amount, bad routing number). Every field quoted, as SPEC.md's format says.
+ */
+export function generateBatchCsv(rows, { bins, customers, seed = 1 }) {
+  const next = random(seed);
+  const pick = (list) => list[Math.floor(next() * list.length)];
+  const q = (v) => `"${v}"`;
+  const lines = [COLUMNS.map(q).join(',')];
+  let invalid = 0;
+  for (let i = 0; i < rows; i += 1) {
+    const row = Object.fromEntries(COLUMNS.map((c) => [c, '']));
+    row.transaction_type = pick(TYPES);
+    row.amount = String(100 + Math.floor(next() * 99_900));
+    row.order_id = `ORD${String(i).padStart(8, '0')}`;
+    row.description = 'BenchOrder';
+    row.email_address = `buyer${i % 997}@example.com`;
+    row.billing_first_name = 'Ana';
+    row.billing_last_name = 'Bench';
+    row.billing_postal_code = String(10000 + (i % 89999));
+    row.billing_country = 'US';
+    const kind = next();
+    if (kind < 0.65) {
+      row.cc_number = cardNumber(pick(bins), next);
+      row.cc_expiration = '12/30';
+      row.cc_cvc = String(100 + Math.floor(next() * 900));
+    } else if (kind < 0.85) {
+      row.ach_account_number = String(10_000_000 + Math.floor(next() * 89_999_999));
+      row.ach_routing_number = pick(ROUTING);
+      row.ach_account_type = next() < 0.7 ? 'checking' : 'savings';
+      row.ach_sec_code = pick(['WEB', 'CCD', 'PPD']);
+    } else if (kind < 0.95) {
+      row.customer_id = pick(customers);
+    } else {
+      invalid += 1;
+      const flaw = i % 4;
+      row.cc_number = cardNumber(pick(bins), next);
+      row.cc_expiration = '12/30';
+      if (flaw === 0) row.cc_number = row.cc_number.slice(0, 15) + String((Number(row.cc_number[15]) + 1) % 10);
+      else if (flaw === 1) row.cc_expiration = '01/20';
+      else if (flaw === 2) row.amount = '';
+      else {
+        row.cc_number = '';
+        row.cc_expiration = '';
+        row.ach_account_number = '12345678';
+        row.ach_routing_number = '123456789';
+        row.ach_account_type = 'checking';
+        row.ach_sec_code = 'WEB';
+      }
+    }
+    lines.push(COLUMNS.map((c) => q(row[c])).join(','));
+  }
+  return { text: lines.join('\n') + '\n', invalid };
+}
+
+/** Vault customers the files charge (created once; reused when the lookup scenario made them). */
+async function ensureCustomers(ctx, bins) {
+  if (ctx.data.batchCustomers) return ctx.data.batchCustomers;
+  const next = random(17);
+  const ids = Array.from({ length: CUSTOMERS }, (_, i) => `batch${String(i).padStart(4, '0')}`);
+  const created = await mapLimit(ids, 8, (id, i) =>
+    callJson(ctx, 'POST', '/api/vault/customer', i % 5 === 4
+      ? { id, payment_method: { ach: { account_number: '000123456789', routing_number: '021000021', account_type: 'checking', sec_code: 'WEB' } } }
+      : { id, payment_method: { card: { number: cardNumber(bins[i % bins.length], next), expiration: '12/30' } } }));
+  requireRoute(created[0], 'POST /api/vault/customer');
+  for (const r of created) if (r.status !== 201 && r.status !== 200) throw new Error(`vault: ${r.status} ${JSON.stringify(r.body)}`);
+  ctx.data.batchCustomers = ids;
+  return ids;
+}
+
+/** Tallies the `response` column of a result CSV stream; counts bytes and lines. */
+async function download(ctx, id) {
+  const started = performance.now();
+  const response = await fetch(`${ctx.url}/api/filebatch/${id}/download`, { headers: { authorization: SECRET_KEY } });
+  if (!response.ok || !response.body) throw new Error(`download: HTTP ${response.status} ${await response.text()}`);
+  let bytes = 0;
+  let lines = 0;
+  let responseColumn = -1;
+  let carry = '';
+  const tally = {};
+  const decoder = new TextDecoder();
+  for await (const chunk of response.body) {
+    bytes += chunk.byteLength;
+    const text = carry + decoder.decode(chunk, { stream: true });
+    const parts = text.split('\n');
+    carry = parts.pop();
+    for (const line of parts) {
+      lines += 1;
+      // Result fields hold no quotes or commas of their own in the columns read here; split is enough.
+      const cells = line.split(',').map((c) => c.replace(/^"|"$/g, ''));
+      if (responseColumn < 0) responseColumn = cells.indexOf('response');
+      else tally[cells[responseColumn] ?? '?'] = (tally[cells[responseColumn] ?? '?'] ?? 0) + 1;
+    }
+  }
+  if (carry) lines += 1;
+  return { seconds: (performance.now() - started) / 1000, bytes, lines, tally };
+}
+
+async function runFile(ctx, rows, bins, customers) {
+  const { text, invalid } = generateBatchCsv(rows, { bins, customers, seed: rows });
+  const bytes = Buffer.byteLength(text);
+  const form = new FormData();
+  form.append('file', new Blob([text], { type: 'text/csv' }), `bench-${rows}.csv`);
+  ctx.rss.reset();
+  const rssBefore = ctx.rss.currentMb();
+
+  const started = performance.now();
+  const upload = await fetch(`${ctx.url}/api/filebatch`, { method: 'POST', headers: { authorization: SECRET_KEY }, body: form });
+  const uploadBody = await upload.json().catch(() => null);
+  const uploadSeconds = (performance.now() - started) / 1000;
+  requireRoute({ status: upload.status, body: uploadBody }, 'POST /api/filebatch');
+  if (uploadBody?.status !== 'success') throw new Error(`upload of ${rows} rows: HTTP ${upload.status} ${JSON.stringify(uploadBody)}`);
+  const id = uploadBody.data.id;
+
+  // Generous ceiling: 60 s + 20 ms per row (100k rows: 34 min) before giving up on a stuck batch.
+  const deadline = Date.now() + 60_000 + rows * 20;
+  let record;
+  for (;;) {
+    const status = await callJson(ctx, 'GET', `/api/filebatch/${id}`);
+    record = status.body;
+    if (record?.status === 'completed' || record?.status === 'failed') break;
+    if (Date.now() > deadline) throw new Error(`batch of ${rows} rows not completed after ${Math.round((Date.now() - (deadline - 60_000 - rows * 20)) / 1000)} s: ${JSON.stringify(record)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const completedSeconds = (performance.now() - started) / 1000;
+  if (record.status !== 'completed') throw new Error(`batch of ${rows} rows ended ${record.status}: ${JSON.stringify(record)}`);
+  const result = await download(ctx, id);
+  const peak = ctx.rss.peakMb();
+  const label = `batch ${rows.toLocaleString('en-US')} rows`;
+  const mb = bytes / 1e6;
+  const resultOk = result.lines === record.num_lines + 1;
+  const tally = Object.entries(result.tally).map(([k, v]) => `${k} ${v}`).join(', ');
+  const shared = { rows, batchId: id, numLines: record.num_lines, peakRssMb: peak, rssBeforeMb: rssBefore };
+  return [
+    { scenario: `${label}: upload`, unit: 'MB/s', rate: mb / uploadSeconds, seconds: uploadSeconds, megabytes: mb, ...shared,
+      note: `${mb.toFixed(1)} MB multipart, ${invalid} invalid rows` },
+    { scenario: `${label}: upload → completed`, unit: 'rows/s', rate: rows / completedSeconds, seconds: completedSeconds, ...shared,
+      note: `processed_lines ${record.processed_lines} of num_lines ${record.num_lines}` },
+    { scenario: `${label}: download`, unit: 'MB/s', rate: result.bytes / 1e6 / result.seconds, seconds: result.seconds,
+      megabytes: result.bytes / 1e6, resultLines: result.lines, tally: result.tally, ...shared,
+      note: `${(result.bytes / 1e6).toFixed(1)} MB, ${result.lines - 1} result rows${resultOk ? '' : ' (≠ num_lines!)'}: ${tally}` },
+  ];
+}
+
+export const batchScenarios = [1_000, 10_000, 100_000].map((rows) => ({
+  name: `batch ${rows.toLocaleString('en-US')} rows`,
+  group: 'batch',
+  enabled: (settings) => settings.batchSizes.includes(rows),
+  async run(ctx) {
+    const probe = await callJson(ctx, 'GET', '/api/filebatch/bench-probe');
+    requireRoute(probe, 'GET /api/filebatch/{id}');
+    const bins = (ctx.data.bins ?? []).filter((b) => b.country).map((b) => b.bin).slice(0, 50_000);
+    if (bins.length === 0) bins.push('411111', '555555', '400000');
+    const customers = await ensureCustomers(ctx, bins);
+    return runFile(ctx, rows, bins, customers);
+  },
+}));
