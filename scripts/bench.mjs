@@ -6,7 +6,8 @@
 //   npm run bench                          the full run (figures shown in docs/performance.md)
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files, for development
-//   options: --connections N  --duration S  --warmup S  --tool wrk|autocannon  --keep-state  --profile
+//   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
+//            --profile (CPU profiles of a warm lookup and a 10k-row batch)  --scenario <names, comma-separated>
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -18,7 +19,9 @@ import { EndpointMissing } from './bench/http.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios } from './bench/scenarios/lookup.mjs';
-import { batchScenarios } from './bench/scenarios/batch.mjs';
+import { batchScenarios, runBatchFile } from './bench/scenarios/batch.mjs';
+import { measure } from './bench/load.mjs';
+import { profileWork } from './bench/profile.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -34,6 +37,8 @@ const { values } = parseArgs({
     tool: { type: 'string' },
     'keep-state': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    scenario: { type: 'string' },
+    rounds: { type: 'string' },
   },
 });
 
@@ -47,7 +52,7 @@ for (const group of only) {
 const quick = values.quick;
 const settings = {
   quick,
-  full: !values.only && !quick,
+  full: !values.only && !values.scenario && !quick,
   // Modest on purpose: wrk (or autocannon) shares the 2 cores with workerd; more connections only
   // queue inside workerd, which raises latency without raising throughput.
   connections: Number(values.connections ?? 10),
@@ -56,6 +61,8 @@ const settings = {
   tool: values.tool ?? detectTool(),
   batchSizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000],
   profile: values.profile,
+  // Paired healthz/lookup-warm rounds for the headline ratio (the median round is reported).
+  rounds: Number(values.rounds ?? (quick ? 1 : 3)),
   groups: new Set(['baseline', ...only]),
 };
 
@@ -82,9 +89,13 @@ const scenarios = [
   ...batchScenarios,
   // The baseline again at the end: how much the machine's own load drifted during the run.
   { ...baselineScenarios[0], name: 'healthz (again, at the end)' },
-].filter((s) => (settings.groups.has(s.group) || s.needed?.(settings.groups)) && s.enabled?.(settings) !== false);
+]
+  .filter((s) => (settings.groups.has(s.group) || s.needed?.(settings.groups)) && s.enabled?.(settings) !== false)
+  // --scenario "lookup warm,lookup cold": only these (plus what they need: the baseline, the import).
+  .filter((s) => !values.scenario || s.group === 'baseline' || s.needed?.(settings.groups) || values.scenario.split(',').includes(s.name));
 
 let failed = false;
+let profileResults;
 try {
   for (const scenario of scenarios) {
     const report = settings.groups.has(scenario.group);
@@ -102,10 +113,37 @@ try {
       if (report) rows.push({ group: scenario.group, scenario: scenario.name, skipped: skipped ? error.message : `failed: ${error.message}` });
     }
   }
+  if (settings.profile) profileResults = await profiles(ctx);
 } finally {
   rss.stop();
   log('stopping the server...');
   await server.stop();
+}
+
+/**
+ * --profile: CPU profiles of a warm lookup run and of a 10,000-row batch, taken after the measured
+ * scenarios (the profiler slows the isolate, so its runs are never the reported figures).
+ */
+async function profiles(ctx) {
+  const out = {};
+  const { settings } = ctx;
+  if (settings.groups.has('lookup') && ctx.data.binSets) {
+    log('profiling: lookup warm (5 s)...');
+    const bodies = ctx.data.binSets.warm.map((bin) => ({ bin, country: 'US', state: 'TX' }));
+    out['lookup warm'] = await profileWork(ctx, 'lookup-warm', () =>
+      measure({ tool: settings.tool, url: `${ctx.url}/api/lookup/bin/protected`, method: 'POST', auth: 'api_demoSecretKey0000000000000000000', bodies, connections: settings.connections, durationS: 5, warmupS: 0 }));
+  }
+  if (settings.groups.has('batch') && ctx.data.batchCustomers) {
+    log('profiling: batch of 10,000 rows...');
+    out['batch 10,000 rows'] = await profileWork(ctx, 'batch-10k', () => runBatchFile(ctx, 10_000));
+  }
+  for (const [name, p] of Object.entries(out)) {
+    console.log(`\nCPU profile, ${name}: ${p.profiledMs} ms sampled over ${p.wallSeconds} s`);
+    for (const c of p.categories) console.log(`  ${String(c.share).padStart(5)}%  ${String(c.ms).padStart(8)} ms  ${c.category}`);
+    console.log('  top functions (self time):');
+    for (const t of p.top.slice(0, 15)) console.log(`  ${String(t.share).padStart(5)}%  ${String(t.ms).padStart(8)} ms  ${t.name}  ${t.file}`);
+  }
+  return out;
 }
 
 // Lookup rows carry a ratio to a healthz run measured right before them (see lookup.mjs); the
@@ -127,6 +165,7 @@ const results = {
   machine: { ...machineInfo(root, settings.tool), loadAverage1mAtStart: loadAtStart, foreignWorkerdAtStart: foreignWorkerd },
   settings: { ...settings, groups: [...settings.groups] },
   rows,
+  ...(profileResults ? { profiles: profileResults } : {}),
 };
 printTable(results);
 const written = writeResults(root, results, settings.full);

@@ -1,7 +1,10 @@
 // CPU profile of the Worker's isolate through wrangler dev's inspector (the DevTools protocol), so
 // the cost of each stage can be read without editing the service: Profiler.start, run the work,
-// Profiler.stop, then self time summed per function. Only the isolate's JavaScript is seen: D1, R2,
-// KV and Durable Object storage run in other isolates, so their cost shows as time awaiting I/O.
+// Profiler.stop, then self time summed per function and attributed to its source file through the
+// bundle's source map. Only the isolate's JavaScript is seen: D1, R2, KV and the queue broker run
+// in other services of workerd, so their cost shows as the isolate's idle time awaiting I/O.
+import { writeFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Connects to the inspector at `port`; returns { start(), stop() → profile, close() }. */
 export async function connectProfiler(port) {
@@ -73,4 +76,150 @@ export function byCategory(entries, classify) {
     totals.set(category, (totals.get(category) ?? 0) + entry.selfMs);
   }
   return [...totals.entries()].map(([category, ms]) => ({ category, ms })).sort((a, b) => b.ms - a.ms);
+}
+
+const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/**
+ * A minimal source-map reader: (generated line, column), both 0-based → original source path.
+ * Enough to attribute a profile's functions to the project's files (src/..., node_modules/hono/...).
+ */
+export function sourceResolver(map) {
+  const lines = [];
+  let source = 0;
+  for (const line of map.mappings.split(';')) {
+    const segments = [];
+    let column = 0;
+    for (const segment of line.split(',')) {
+      if (!segment) continue;
+      const values = [];
+      let shift = 0;
+      let value = 0;
+      for (const char of segment) {
+        const digit = BASE64.indexOf(char);
+        value += (digit & 31) << shift;
+        if (digit & 32) {
+          shift += 5;
+        } else {
+          values.push(value & 1 ? -(value >>> 1) : value >>> 1);
+          shift = 0;
+          value = 0;
+        }
+      }
+      column += values[0];
+      if (values.length > 1) source += values[1];
+      // Original line/column deltas (values[2], values[3]) are not needed to name the file.
+      segments.push([column, values.length > 1 ? source : -1]);
+    }
+    lines.push(segments);
+  }
+  return (line, column) => {
+    const segments = lines[line] ?? [];
+    let found = -1;
+    for (const [col, src] of segments) {
+      if (col > column) break;
+      if (src >= 0) found = src;
+    }
+    if (found < 0) return '';
+    return map.sources[found].replace(/^.*?(?=(src|node_modules)\/)/, '');
+  };
+}
+
+/** Self time per function with its source file: [{ name, file, selfMs, share }], largest first. */
+export function selfTimesBySource(profile, resolve) {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const self = new Map();
+  const { samples, timeDeltas } = profile;
+  for (let i = 0; i < samples.length; i += 1) {
+    const frame = byId.get(samples[i]).callFrame;
+    const dt = (timeDeltas[i + 1] ?? 0) / 1000;
+    // Only the Worker's bundle is mapped; runtime modules (cloudflare-internal:...) keep their url.
+    const bundled = frame.url.endsWith('index.js') || frame.url.endsWith('.ts');
+    const file = !frame.url ? '(native)' : bundled ? resolve(frame.lineNumber, frame.columnNumber) || frame.url : frame.url;
+    const key = `${frame.functionName || '(anonymous)'}|${file}`;
+    self.set(key, (self.get(key) ?? 0) + dt);
+  }
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  return [...self.entries()]
+    .map(([key, selfMs]) => {
+      const [name, file] = key.split('|');
+      return { name, file, selfMs, share: selfMs / total };
+    })
+    .sort((a, b) => b.selfMs - a.selfMs);
+}
+
+/** The dev bundle's source map (wrangler writes it under <config dir>/.wrangler/tmp/). */
+export function findBundleMap(dir) {
+  const found = [];
+  const walk = (path) => {
+    let entries;
+    try {
+      entries = readdirSync(path, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const full = join(path, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name === 'index.js.map') found.push({ full, mtime: statSync(full).mtimeMs });
+    }
+  };
+  walk(join(dir, '.wrangler', 'tmp'));
+  found.sort((a, b) => b.mtime - a.mtime);
+  return found[0] ? JSON.parse(readFileSync(found[0].full, 'utf8')) : null;
+}
+
+/** Rules: [category, test(file, name)], first match wins. */
+export const STAGES = [
+  ['idle (awaiting I/O: D1, KV, R2, DO, queue)', (f, n) => n === '(idle)'],
+  ['runtime: GC and internals', (f, n) => n === '(garbage collector)' || n === '(program)'],
+  ['CSV parse', (f) => /csv|multipart|line-reader|stream/i.test(f)],
+  ['validation (zod, Luhn, ABA, expiry)', (f) => /node_modules\/zod|src\/schemas|middleware\/validate|lib\/(luhn|aba|expiry)/.test(f)],
+  ['card sealing / hashing (crypto)', (f) => /card-crypto|lib\/crypto|mask/.test(f)],
+  ['auth (API key → merchant)', (f) => /middleware\/auth|services\/merchants|auth-cache|api-keys/.test(f)],
+  ['rate limiter', (f, n) => /rate-limit|ratelimit/.test(f) || n === 'limit'],
+  ['BIN resolution (lookup, cache, surcharge)', (f) => /bin-|bins\.ts|data-version|surcharge|card-brand|card-source/.test(f)],
+  ['Durable Object calls', (f) => /durable-objects|progress/.test(f)],
+  ['transaction engine / processor', (f) => /transaction|processor|engine|sandbox/.test(f)],
+  ['batch pipeline (queue consumer, results)', (f) => /batch|queue|chunk|result/.test(f)],
+  ['storage modules (D1/KV/R2 calls)', (f) => /src\/storage/.test(f)],
+  ['HTTP framework (Hono)', (f) => /node_modules\/hono|src\/app\.ts|src\/routes/.test(f)],
+  ['native calls (fetch, Response, crypto, JSON, bindings)', (f) => f === '(native)' || f === ''],
+];
+
+export function classify(entry) {
+  for (const [category, test] of STAGES) if (test(entry.file, entry.name)) return category;
+  return `other: ${entry.file}`;
+}
+
+/**
+ * Profiles `work()` in the bench server's isolate; writes bench/results/<name>.cpuprofile and
+ * answers { wallSeconds, profiledMs, categories: [{category, ms, share}], top: [{name, file, ms, share}] }.
+ */
+export async function profileWork(ctx, name, work) {
+  const profiler = await connectProfiler(ctx.server.inspectorPort);
+  const started = performance.now();
+  let profile;
+  let workResult;
+  try {
+    await profiler.start();
+    workResult = await work();
+    profile = await profiler.stop();
+  } finally {
+    profiler.close();
+  }
+  const wallSeconds = (performance.now() - started) / 1000;
+  writeFileSync(join(ctx.root, 'bench', 'results', `${name}.cpuprofile`), JSON.stringify(profile));
+  const map = findBundleMap(ctx.server.dir);
+  const entries = selfTimesBySource(profile, map ? sourceResolver(map) : () => '');
+  const total = entries.reduce((sum, e) => sum + e.selfMs, 0);
+  const round = (n) => Math.round(n * 10) / 10;
+  return {
+    wallSeconds: round(wallSeconds),
+    profiledMs: round(total),
+    samples: profile.samples.length,
+    categories: byCategory(entries, classify).map((c) => ({ category: c.category, ms: round(c.ms), share: round((c.ms / total) * 100) })),
+    top: entries.slice(0, 25).map((e) => ({ name: e.name, file: e.file, ms: round(e.selfMs), share: round(e.share * 100) })),
+    work: workResult,
+  };
 }

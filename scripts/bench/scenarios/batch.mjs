@@ -160,6 +160,12 @@ async function runFile(ctx, rows, bins, customers) {
   ];
 }
 
+/** One more file of `rows` rows (the profile run): the figures runFile answers. */
+export async function runBatchFile(ctx, rows) {
+  const bins = (ctx.data.bins ?? []).filter((b) => b.country).map((b) => b.bin).slice(0, 50_000);
+  return runFile(ctx, rows, bins, await ensureCustomers(ctx, bins));
+}
+
 export const batchScenarios = [1_000, 10_000, 100_000].map((rows) => ({
   name: `batch ${rows.toLocaleString('en-US')} rows`,
   group: 'batch',

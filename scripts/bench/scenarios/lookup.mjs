@@ -86,7 +86,7 @@ export const lookupScenarios = [
       const bodies = warm.map((bin, i) => withRegion({ bin }, i));
       const check = await prewarm(ctx, bodies, 'lookup warm');
       return [await loadRow(ctx, 'lookup warm', bodies, {
-        rounds: ctx.settings.quick ? 1 : 3,
+        rounds: ctx.settings.rounds,
         note: `${warm.length.toLocaleString('en-US')} distinct BINs, all cached (isolate memory + KV); ${check.withCountry} with country, ${check.withSurcharge} with is_surchargeable`,
         extra: { distinct: warm.length },
       })];
