@@ -5,6 +5,7 @@
  * hand in their own.
  */
 import type { Caller, Env } from '../env';
+import { resolveVaultPaymentMethod } from './vault';
 
 /** What the BIN lookup knows about a card (the shape of src/services/bin-lookup.ts). */
 export interface CardMetadata {
@@ -22,33 +23,10 @@ export interface CardMetadata {
   matched_length: number;
 }
 
-/** A vault payment method with its numbers opened (the shape of src/services/vault.ts). */
-export type VaultPaymentMethod =
-  | { id: string; type: 'card'; number: string; expiration: string; masked: string }
-  | {
-      id: string;
-      type: 'ach';
-      account_number: string;
-      routing_number: string;
-      account_type: 'checking' | 'savings';
-      sec_code: 'WEB' | 'CCD' | 'PPD';
-      masked: string;
-    };
+export type { VaultCustomer, VaultPaymentMethod } from './vault';
 
-export interface VaultCustomer {
-  id: string;
-  surchargeExempt: boolean;
-  email: string | null;
-  description: string | null;
-}
-
-export type VaultResolution =
-  | { ok: true; customer: VaultCustomer; method: VaultPaymentMethod }
-  | {
-      ok: false;
-      reason: 'customer_not_found' | 'payment_method_not_found' | 'no_default_payment_method' | 'payment_method_type_mismatch';
-      msg: string;
-    };
+/** What `resolveVaultPaymentMethod` answers. */
+export type VaultResolution = Awaited<ReturnType<typeof resolveVaultPaymentMethod>>;
 
 export interface SurchargeRegion {
   country: string;
@@ -72,13 +50,14 @@ export interface TransactionDeps {
 }
 
 /**
- * Stand-in used until the BIN lookup and vault services are merged: a card's metadata is its
- * first six digits only, nothing is surchargeable and the vault is empty. Replaced at the merge.
+ * The real dependencies for one call. Until the BIN lookup service is merged, a card's metadata
+ * is its first six digits only and nothing is surchargeable.
  */
-export function transactionDepsFromEnv(_env: Env, _caller: Caller): TransactionDeps {
+export function transactionDepsFromEnv(env: Env, caller: Caller): TransactionDeps {
   return {
     cardMetadata: async (digits) => ({ bin: digits.slice(0, 6), payment_method_type: 'card', matched_length: 0 }),
     isSurchargeable: async () => false,
-    resolveVaultPaymentMethod: async () => ({ ok: false, reason: 'customer_not_found', msg: 'customer not found' }),
+    resolveVaultPaymentMethod: (customerId, options) =>
+      resolveVaultPaymentMethod(env, caller.merchantId, customerId, options),
   };
 }
