@@ -1,28 +1,16 @@
 /**
  * The seam between the transaction engine and the services it consults: card metadata (BIN
  * lookup), surchargeability (the surcharge rule table) and the customer vault. The engine only
- * sees this interface; `transactionDepsFromEnv` builds the real one for a call, and unit tests
- * hand in their own.
+ * sees this interface; `transactionDepsFromEnv` builds the real one for a call, and tests hand in
+ * their own.
  */
 import type { Caller, Env } from '../env';
+import { memoise } from '../lib/concurrency';
+import { MAX_PREFIX, lookupCard, type CardMetadata } from './bin-lookup';
+import { isSurchargeable } from './surcharge';
 import { resolveVaultPaymentMethod } from './vault';
 
-/** What the BIN lookup knows about a card (the shape of src/services/bin-lookup.ts). */
-export interface CardMetadata {
-  bin: string;
-  card_brand?: string;
-  issuing_bank?: string;
-  card_type?: string;
-  card_level_generic?: string;
-  country?: string;
-  payment_method_type: 'card';
-  prepaid?: boolean;
-  commercial?: boolean;
-  currency?: string;
-  /** Length of the stored BIN prefix that matched; 0 when no record matched. */
-  matched_length: number;
-}
-
+export type { CardMetadata } from './bin-lookup';
 export type { VaultCustomer, VaultPaymentMethod } from './vault';
 
 /** What `resolveVaultPaymentMethod` answers. */
@@ -50,13 +38,18 @@ export interface TransactionDeps {
 }
 
 /**
- * The real dependencies for one call. Until the BIN lookup service is merged, a card's metadata
- * is its first six digits only and nothing is surchargeable.
+ * The real dependencies, for one call. Card metadata is memoised for the call by what the BIN
+ * lookup's answer depends on: the first 11 digits (its longest prefix) and the length, or the
+ * whole number for a merchant with the enhanced lookup (account ranges look further).
  */
 export function transactionDepsFromEnv(env: Env, caller: Caller): TransactionDeps {
+  const enhanced = caller.enhancedBinLookup;
   return {
-    cardMetadata: async (digits) => ({ bin: digits.slice(0, 6), payment_method_type: 'card', matched_length: 0 }),
-    isSurchargeable: async () => false,
+    cardMetadata: memoise(
+      (digits: string) => (enhanced ? digits : `${digits.length}:${digits.slice(0, MAX_PREFIX)}`),
+      (digits: string) => lookupCard(env, digits, { enhanced }),
+    ),
+    isSurchargeable: (card, region, options) => isSurchargeable(env, card, region, options),
     resolveVaultPaymentMethod: (customerId, options) =>
       resolveVaultPaymentMethod(env, caller.merchantId, customerId, options),
   };
