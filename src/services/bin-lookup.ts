@@ -5,8 +5,9 @@
  */
 import type { Env } from '../env';
 import { detectBrand } from '../lib/card-brand';
+import { mapWithConcurrency } from '../lib/concurrency';
 import { binKey, getCachedBin, getCachedRanges, putCachedBin, putCachedRanges, rangeKey } from '../storage/bin-cache';
-import { findLongestBin, findRangesOverlapping, type AccountRange, type BinFields, type BinRecord } from '../storage/bins';
+import { findLongestBin, findLongestBins, findRangesOverlapping, type AccountRange, type BinFields, type BinRecord } from '../storage/bins';
 import { cacheTtlSeconds, currentDataVersion } from './data-version';
 
 export interface CardMetadata {
@@ -61,6 +62,26 @@ export async function lookupCard(env: Env, digits: string, options: { enhanced: 
   ]);
   const range = options.enhanced ? narrowestRangeHolding(ranges, digits) : undefined;
 
+  return metadataOf(digits, record, range);
+}
+
+/**
+ * Card metadata for many cards at once (a batch chunk), same answers as `lookupCard`. Without
+ * the enhanced lookup, one D1 query finds every card's BIN record and KV is not used: a chunk of
+ * distinct cards would otherwise cost a KV read and write per card (and KV allows 1,000
+ * operations per invocation). With it, each card goes through `lookupCard` and its cache.
+ */
+export async function lookupCards(
+  env: Env,
+  digitsList: readonly string[],
+  options: { enhanced: boolean },
+): Promise<CardMetadata[]> {
+  if (options.enhanced) return mapWithConcurrency(digitsList, 16, (digits) => lookupCard(env, digits, options));
+  const records = await findLongestBins(env.DB, digitsList.map((digits) => prefixesOf(digits.slice(0, MAX_PREFIX))));
+  return digitsList.map((digits, i) => metadataOf(digits, records[i] ?? null, undefined));
+}
+
+function metadataOf(digits: string, record: BinRecord | null, range: AccountRange | undefined): CardMetadata {
   let matchedLength = record?.prefix.length ?? 0;
   let fields: Partial<BinFields> = record ?? {};
   if (range) {

@@ -5,8 +5,7 @@
  * their own.
  */
 import type { Caller, Env } from '../env';
-import { memoise } from '../lib/concurrency';
-import { MAX_PREFIX, lookupCard, type CardMetadata } from './bin-lookup';
+import { lookupCards, type CardMetadata } from './bin-lookup';
 import { isSurchargeable } from './surcharge';
 import { resolveVaultPaymentMethod } from './vault';
 
@@ -22,8 +21,8 @@ export interface SurchargeRegion {
 }
 
 export interface TransactionDeps {
-  /** Card metadata for a card number (brand, credit/debit, the matched BIN length). */
-  cardMetadata(digits: string): Promise<CardMetadata>;
+  /** Card metadata for card numbers, in order (brand, credit/debit, the matched BIN length). */
+  cardMetadata(numbers: readonly string[]): Promise<CardMetadata[]>;
   /** Whether the card may be surcharged in the region (card-network and jurisdiction rules). */
   isSurchargeable(
     card: CardMetadata,
@@ -37,18 +36,10 @@ export interface TransactionDeps {
   ): Promise<VaultResolution>;
 }
 
-/**
- * The real dependencies, for one call. Card metadata is memoised for the call by what the BIN
- * lookup's answer depends on: the first 11 digits (its longest prefix) and the length, or the
- * whole number for a merchant with the enhanced lookup (account ranges look further).
- */
+/** The real dependencies. The engine asks for the card metadata of a whole call at once. */
 export function transactionDepsFromEnv(env: Env, caller: Caller): TransactionDeps {
-  const enhanced = caller.enhancedBinLookup;
   return {
-    cardMetadata: memoise(
-      (digits: string) => (enhanced ? digits : `${digits.length}:${digits.slice(0, MAX_PREFIX)}`),
-      (digits: string) => lookupCard(env, digits, { enhanced }),
-    ),
+    cardMetadata: (numbers) => lookupCards(env, numbers, { enhanced: caller.enhancedBinLookup }),
     isSurchargeable: (card, region, options) => isSurchargeable(env, card, region, options),
     resolveVaultPaymentMethod: (customerId, options) =>
       resolveVaultPaymentMethod(env, caller.merchantId, customerId, options),

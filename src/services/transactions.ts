@@ -9,7 +9,7 @@
  * infrastructure failures (D1 down) throw, so that a batch chunk is retried as a whole.
  */
 import type { Caller, Env } from '../env';
-import { mapWithConcurrency, memoise } from '../lib/concurrency';
+import { mapWithConcurrency } from '../lib/concurrency';
 import { randomId } from '../lib/crypto';
 import { isExpired, parseExpiry } from '../lib/expiry';
 import { requestFingerprint } from '../lib/request-hash';
@@ -31,7 +31,7 @@ import {
   type StoredTransaction,
 } from '../storage/transactions';
 import { implementationOf, merchantProcessors, pickProcessor } from './processors/registry';
-import { computeAmounts, needsSurchargeRule, type SurchargeExemption } from './transaction-amounts';
+import { computeAmounts, needsSurchargeRule, type Amounts, type SurchargeExemption } from './transaction-amounts';
 import {
   transactionDepsFromEnv,
   type CardMetadata,
@@ -130,11 +130,8 @@ export async function runTransactions(
   if (valid.length > 0) {
     // 3. Payment resolution, amounts and the processor, with lookups shared across requests.
     const processors = await merchantProcessors(env.DB, caller.merchantId, clock);
-    const resolver = new Resolver(engine, processors, now);
-    const resolutions = await mapWithConcurrency(valid, CONCURRENCY, ({ index, tx }) => {
-      const p = prepared[index] as Prepared;
-      return resolver.resolve(tx, p, { createdAt, context });
-    });
+    const resolver = new Resolver(engine, processors, now, { createdAt, context });
+    const resolutions = await resolver.resolveAll(valid.map(({ index, tx }) => ({ tx, prepared: prepared[index] as Prepared })));
 
     // 4. One write for every new record; a key taken meanwhile by a concurrent run is answered from D1.
     const toInsert: StoredTransaction[] = [];
@@ -175,69 +172,116 @@ export async function runTransactions(
   });
 }
 
-/** Per-call resolution of requests, with the call's memoised lookups. */
+interface PaymentDraft {
+  /** The card number whose metadata is needed, for card payments. */
+  cardNumber: string | null;
+  build: (card: CardMetadata | null) => ResolvedPayment;
+  method: ProcessedTransaction['paymentMethod'];
+  customerId: string | null;
+  customerExempt: boolean;
+  customerEmail: string | null;
+}
+
+type VaultKey = { customerId: string; paymentMethodId: string | null; paymentMethodType: 'card' | 'ach' | null };
+
+const vaultKey = (k: VaultKey) => JSON.stringify([k.customerId, k.paymentMethodId, k.paymentMethodType]);
+// Card metadata holds no card number (its `bin` is the displayed prefix), so it can be part of a key.
+const surchargeKey = (card: CardMetadata, region: SurchargeRegion) => JSON.stringify([card, region.country, region.state]);
+
+/**
+ * Resolves the valid requests of one call in phases, each asking its dependency once per distinct
+ * value: vault references (concurrently), card metadata (one bulk call), surcharge rules
+ * (concurrently), then amounts and the processor per request.
+ */
 class Resolver {
   readonly #engine: Engine;
   readonly #processors: ProcessorRecord[];
   readonly #now: Date;
-  readonly #cardMetadata: (digits: string) => Promise<CardMetadata>;
-  readonly #vault: (args: { customerId: string; paymentMethodId: string | null; paymentMethodType: 'card' | 'ach' | null }) => Promise<VaultResolution>;
-  readonly #surchargeable: (args: { card: CardMetadata; region: SurchargeRegion }) => Promise<boolean>;
+  readonly #meta: { createdAt: string; context: TransactionContext };
 
-  constructor(engine: Engine, processors: ProcessorRecord[], now: Date) {
+  constructor(engine: Engine, processors: ProcessorRecord[], now: Date, meta: { createdAt: string; context: TransactionContext }) {
     this.#engine = engine;
     this.#processors = processors;
     this.#now = now;
-    const { deps } = engine;
-    this.#cardMetadata = memoise((digits) => digits, (digits) => deps.cardMetadata(digits));
-    this.#vault = memoise(
-      (a) => JSON.stringify([a.customerId, a.paymentMethodId, a.paymentMethodType]),
-      (a) =>
-        deps.resolveVaultPaymentMethod(a.customerId, {
-          ...(a.paymentMethodId !== null ? { paymentMethodId: a.paymentMethodId } : {}),
-          ...(a.paymentMethodType !== null ? { paymentMethodType: a.paymentMethodType } : {}),
-        }),
+    this.#meta = meta;
+  }
+
+  async resolveAll(items: { tx: ValidTransaction; prepared: Prepared }[]): Promise<Resolution[]> {
+    const { deps } = this.#engine;
+
+    const vaultKeys = new Map<string, VaultKey>();
+    for (const { tx } of items) if (tx.source.kind === 'vault') vaultKeys.set(vaultKey(tx.source), tx.source);
+    const vaultAnswers = await mapWithConcurrency([...vaultKeys.values()], CONCURRENCY, (k) =>
+      deps.resolveVaultPaymentMethod(k.customerId, {
+        ...(k.paymentMethodId !== null ? { paymentMethodId: k.paymentMethodId } : {}),
+        ...(k.paymentMethodType !== null ? { paymentMethodType: k.paymentMethodType } : {}),
+      }),
     );
-    // Card metadata holds no card number (its `bin` is the matched prefix), so it can be a key.
-    this.#surchargeable = memoise(
-      (a) => JSON.stringify([a.card, a.region.country, a.region.state]),
-      (a) => deps.isSurchargeable(a.card, a.region, { customerExempt: false, now }),
+    const vault = new Map([...vaultKeys.keys()].map((key, i) => [key, vaultAnswers[i] as VaultResolution]));
+
+    const drafts = items.map(({ tx }) => {
+      const errors: RowError[] = [];
+      const draft = this.#draft(tx, errors, vault);
+      return { draft, errors };
+    });
+
+    const numbers = [...new Set(drafts.flatMap(({ draft }) => (draft?.cardNumber ? [draft.cardNumber] : [])))];
+    const metadata = await deps.cardMetadata(numbers);
+    const cards = new Map(numbers.map((number, i) => [number, metadata[i] as CardMetadata]));
+
+    const payments = drafts.map(({ draft }) => (draft ? { draft, resolved: draft.build(draft.cardNumber ? (cards.get(draft.cardNumber) ?? null) : null) } : null));
+    const questions = new Map<string, { card: CardMetadata; region: SurchargeRegion }>();
+    const plans = items.map(({ tx }, i) => {
+      const payment = payments[i];
+      if (!payment) return null;
+      const plan = this.#surchargePlan(tx, payment.draft, payment.resolved);
+      if (plan.question) questions.set(surchargeKey(plan.question.card, plan.question.region), plan.question);
+      return plan;
+    });
+    const answers = await mapWithConcurrency([...questions.values()], CONCURRENCY, (q) =>
+      deps.isSurchargeable(q.card, q.region, { customerExempt: false, now: this.#now }),
+    );
+    const surchargeable = new Map([...questions.keys()].map((key, i) => [key, answers[i] as boolean]));
+
+    return Promise.all(
+      items.map(async ({ tx, prepared }, i): Promise<Resolution> => {
+        const { errors } = drafts[i] as { errors: RowError[] };
+        const processor = pickProcessor(this.#processors, tx.processorId);
+        if (!processor) errors.unshift({ field: 'processor_id', msg: 'no processor with this id for this merchant' });
+        const payment = payments[i];
+        const plan = plans[i];
+        if (!payment || !plan || !processor || errors.length > 0) return { ok: false, errors };
+        const answer = plan.question ? (surchargeable.get(surchargeKey(plan.question.card, plan.question.region)) ?? false) : null;
+        const amounts = computeAmounts(tx.type, tx.amounts, tx.taxExempt, { ...plan.facts, surchargeable: answer });
+        if (!amounts.ok) return amounts;
+        return { ok: true, stored: await this.#charge(tx, prepared, processor, payment.draft, payment.resolved, amounts.value) };
+      }),
     );
   }
 
-  async resolve(
-    tx: ValidTransaction,
-    p: Prepared,
-    meta: { createdAt: string; context: TransactionContext },
-  ): Promise<Resolution> {
-    const errors: RowError[] = [];
-    const processor = pickProcessor(this.#processors, tx.processorId);
-    if (!processor) errors.push({ field: 'processor_id', msg: 'no processor with this id for this merchant' });
-
-    const payment = await this.#payment(tx, errors);
-    if (!payment || !processor || errors.length > 0) return { ok: false, errors };
-
+  #surchargePlan(tx: ValidTransaction, draft: PaymentDraft, resolved: ResolvedPayment) {
     const country = tx.contact.billing_country?.toUpperCase() ?? null;
     const state = tx.contact.billing_state?.toUpperCase() ?? null;
     const region = country !== null && state !== null ? { country, state } : null;
-    const exemption: SurchargeExemption = tx.surchargeExempt ? 'row' : payment.customerExempt ? 'customer' : null;
-    const facts = {
-      isCard: payment.resolved.kind === 'card',
-      exemption,
-      regionGiven: region !== null,
-      rateBps: this.#engine.caller.surchargeRateBps,
-    };
-    const surchargeable =
-      payment.resolved.kind === 'card' && region !== null && needsSurchargeRule(tx.amounts, facts)
-        ? await this.#surchargeable({ card: payment.resolved.card, region })
-        : null;
-    const amounts = computeAmounts(tx.type, tx.amounts, tx.taxExempt, { ...facts, surchargeable });
-    if (!amounts.ok) return amounts;
+    const exemption: SurchargeExemption = tx.surchargeExempt ? 'row' : draft.customerExempt ? 'customer' : null;
+    const facts = { isCard: resolved.kind === 'card', exemption, regionGiven: region !== null, rateBps: this.#engine.caller.surchargeRateBps };
+    const question =
+      resolved.kind === 'card' && region !== null && needsSurchargeRule(tx.amounts, facts) ? { card: resolved.card, region } : null;
+    return { facts, question };
+  }
 
-    const resolved = payment.resolved;
+  async #charge(
+    tx: ValidTransaction,
+    p: Prepared,
+    processor: ProcessorRecord,
+    draft: PaymentDraft,
+    resolved: ResolvedPayment,
+    amounts: Amounts,
+  ): Promise<StoredTransaction> {
+    const { caller } = this.#engine;
     const result = await implementationOf(processor.type).charge({
       type: tx.type,
-      amount: amounts.value.amount,
+      amount: amounts.amount,
       idempotencyKey: p.request.idempotencyKey,
       payment:
         resolved.kind === 'card'
@@ -247,89 +291,58 @@ class Resolver {
     const processed: ProcessedTransaction = {
       id: randomId(20, 'txn_'),
       idempotencyKey: p.request.idempotencyKey,
-      createdAt: meta.createdAt,
-      context: meta.context,
-      userName: this.#engine.caller.merchantName,
+      createdAt: this.#meta.createdAt,
+      context: this.#meta.context,
+      userName: caller.merchantName,
       tx,
-      amounts: amounts.value,
+      amounts,
       payment: resolved,
-      paymentMethod: payment.method,
-      customerId: payment.customerId,
-      emailAddress: tx.emailAddress ?? payment.customerEmail,
+      paymentMethod: draft.method,
+      customerId: draft.customerId,
+      emailAddress: tx.emailAddress ?? draft.customerEmail,
       processor,
       result,
     };
     return {
-      ok: true,
-      stored: {
-        record: processedRecord(processed),
-        merchantId: this.#engine.caller.merchantId,
-        requestHash: p.hash,
-        batchId: meta.context.batchId ?? null,
-        line: p.request.line ?? null,
-        extras: {
-          base_amount: amounts.value.baseAmount,
-          surcharge: amounts.value.surcharge,
-          discount_amount: amounts.value.discountAmount,
-          surcharge_exempt: tx.surchargeExempt,
-          email_receipt: tx.emailReceipt,
-          description: tx.description,
-          card_brand: resolved.kind === 'card' ? (resolved.card.card_brand ?? null) : null,
-        },
+      record: processedRecord(processed),
+      merchantId: caller.merchantId,
+      requestHash: p.hash,
+      batchId: this.#meta.context.batchId ?? null,
+      line: p.request.line ?? null,
+      extras: {
+        base_amount: amounts.baseAmount,
+        surcharge: amounts.surcharge,
+        discount_amount: amounts.discountAmount,
+        surcharge_exempt: tx.surchargeExempt,
+        email_receipt: tx.emailReceipt,
+        description: tx.description,
+        card_brand: resolved.kind === 'card' ? (resolved.card.card_brand ?? null) : null,
       },
     };
   }
 
-  async #payment(
-    tx: ValidTransaction,
-    errors: RowError[],
-  ): Promise<{
-    resolved: ResolvedPayment;
-    method: ProcessedTransaction['paymentMethod'];
-    customerId: string | null;
-    customerExempt: boolean;
-    customerEmail: string | null;
-  } | null> {
+  /** The payment a request names, before card metadata is known; null (with errors) when it cannot be used. */
+  #draft(tx: ValidTransaction, errors: RowError[], vault: Map<string, VaultResolution>): PaymentDraft | null {
     const source = tx.source;
+    const direct = { customerId: null, customerExempt: false, customerEmail: null };
     if (source.kind === 'card') {
-      const card = await this.#cardMetadata(source.number);
-      return {
-        resolved: { kind: 'card', number: source.number, expiry: source.expiry, cvc: source.cvc, card },
-        method: 'card',
-        customerId: null,
-        customerExempt: false,
-        customerEmail: null,
-      };
+      const { number, expiry, cvc } = source;
+      return { ...direct, method: 'card', cardNumber: number, build: (card) => ({ kind: 'card', number, expiry, cvc, card: card ?? unknownCard(number) }) };
     }
     if (source.kind === 'ach') {
-      const { kind, accountNumber, routingNumber, accountType, secCode } = source;
-      return {
-        resolved: { kind, accountNumber, routingNumber, accountType, secCode },
-        method: 'ach',
-        customerId: null,
-        customerExempt: false,
-        customerEmail: null,
-      };
+      const { accountNumber, routingNumber, accountType, secCode } = source;
+      return { ...direct, method: 'ach', cardNumber: null, build: () => ({ kind: 'ach', accountNumber, routingNumber, accountType, secCode }) };
     }
 
-    const vault = await this.#vault(source);
-    if (!vault.ok) {
-      const field =
-        vault.reason === 'payment_method_not_found'
-          ? 'payment_method_id'
-          : vault.reason === 'payment_method_type_mismatch'
-            ? 'payment_method_type'
-            : 'customer_id';
-      errors.push({ field, msg: vaultMessage(vault.reason) });
+    const answer = vault.get(vaultKey(source));
+    if (!answer || !answer.ok) {
+      const reason = answer && !answer.ok ? answer.reason : 'customer_not_found';
+      const field = reason === 'payment_method_not_found' ? 'payment_method_id' : reason === 'payment_method_type_mismatch' ? 'payment_method_type' : 'customer_id';
+      errors.push({ field, msg: vaultMessage(reason) });
       return null;
     }
-    const { customer, method } = vault;
-    const common = {
-      method: 'customer' as const,
-      customerId: customer.id,
-      customerExempt: customer.surchargeExempt,
-      customerEmail: customer.email,
-    };
+    const { customer, method } = answer;
+    const common = { customerId: customer.id, customerExempt: customer.surchargeExempt, customerEmail: customer.email, method: 'customer' as const };
     if (method.type === 'ach') {
       if (tx.type === 'authorize') {
         errors.push({ field: 'transaction_type', msg: "authorize is not available for ACH payments (the customer's method is ACH); use sale" });
@@ -337,13 +350,14 @@ class Resolver {
       if (source.cvc !== null) errors.push({ field: 'cc_cvc', msg: "is only allowed with a card payment (the customer's method is ACH)" });
       return {
         ...common,
-        resolved: {
+        cardNumber: null,
+        build: () => ({
           kind: 'ach',
           accountNumber: method.account_number,
           routingNumber: method.routing_number,
           accountType: method.account_type,
           secCode: method.sec_code,
-        },
+        }),
       };
     }
     const expiry = parseExpiry(method.expiration);
@@ -354,9 +368,15 @@ class Resolver {
     if (source.cvc !== null && source.cvc.length !== (isAmex(method.number) ? 4 : 3)) {
       errors.push({ field: 'cc_cvc', msg: isAmex(method.number) ? 'must be 4 digits for an American Express card' : 'must be 3 digits for this card' });
     }
-    const card = await this.#cardMetadata(method.number);
-    return { ...common, resolved: { kind: 'card', number: method.number, expiry, cvc: source.cvc, card } };
+    const { number } = method;
+    const cvc = source.cvc;
+    return { ...common, cardNumber: number, build: (card) => ({ kind: 'card', number, expiry, cvc, card: card ?? unknownCard(number) }) };
   }
+}
+
+/** Metadata of a card the lookup answered nothing for (cannot happen: the lookup answers every card). */
+function unknownCard(number: string): CardMetadata {
+  return { bin: number.slice(0, 6), payment_method_type: 'card', matched_length: 0 };
 }
 
 function vaultMessage(reason: Extract<VaultResolution, { ok: false }>['reason']): string {

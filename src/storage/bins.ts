@@ -156,6 +156,30 @@ export async function findLongestBin(db: D1Database, prefixes: readonly string[]
 }
 
 /** Account ranges of one 6-digit BIN that overlap [low, high] (19-digit bounds). */
+/**
+ * For each list of candidate prefixes (longest first), its longest stored prefix: one query for
+ * all the lists, the candidates travelling as one JSON parameter.
+ */
+export async function findLongestBins(
+  db: D1Database,
+  prefixLists: readonly (readonly string[])[],
+): Promise<(BinRecord | null)[]> {
+  const candidates = [...new Set(prefixLists.flat())];
+  if (candidates.length === 0) return prefixLists.map(() => null);
+  const { results } = await db
+    .prepare('SELECT * FROM bins WHERE prefix IN (SELECT value FROM json_each(?1))')
+    .bind(JSON.stringify(candidates))
+    .all<BinRow>();
+  const byPrefix = new Map(results.map((row) => [row.prefix, toBinRecord(row)]));
+  return prefixLists.map((prefixes) => {
+    for (const prefix of prefixes) {
+      const record = byPrefix.get(prefix);
+      if (record) return record;
+    }
+    return null;
+  });
+}
+
 export async function findRangesOverlapping(db: D1Database, bin6: string, low: string, high: string): Promise<AccountRange[]> {
   const { results } = await db
     .prepare('SELECT * FROM bin_account_ranges WHERE bin6 = ?1 AND low <= ?3 AND high >= ?2 ORDER BY low')

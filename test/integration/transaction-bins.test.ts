@@ -4,6 +4,7 @@
  */
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { lookupCard, lookupCards } from '../../src/services/bin-lookup';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
 
@@ -64,6 +65,17 @@ describe('card data from the BIN lookup', () => {
       { masked_account: '555555******4444', card_brand: 'mastercard' },
       { masked_account: '601111******1117', card_brand: 'discover' },
     ]);
+  });
+});
+
+describe('bulk card metadata (one D1 query per chunk)', () => {
+  it('answers exactly what lookupCard answers, card by card, in order', async () => {
+    const numbers = [CREDIT_8, CREDIT, DEBIT, PREPAID, '6011111111111117', '4111112222222228', CREDIT];
+    for (const enhanced of [false, true]) {
+      const single = await Promise.all(numbers.map((number) => lookupCard(env, number, { enhanced })));
+      expect(await lookupCards(env, numbers, { enhanced })).toEqual(single);
+    }
+    expect(await lookupCards(env, [], { enhanced: false })).toEqual([]);
   });
 });
 
