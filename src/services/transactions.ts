@@ -2,8 +2,8 @@
  * The transaction engine, shared by POST /api/transaction (one request) and the batch consumer
  * (a chunk of CSV rows): validate -> resolve the payment (card / ACH / vault) -> amounts ->
  * processor -> record. Work is shared across the requests of one call: one idempotency query,
- * one processor query, card metadata and vault lookups memoised, new records written in one
- * statement (a few for very large calls).
+ * one processor query, one bulk card-metadata call, one vault and surcharge lookup per distinct
+ * value, and the new records written in one statement (a few for very large calls).
  *
  * Every problem with a request is a value (an `invalid` outcome with its result line); only
  * infrastructure failures (D1 down) throw, so that a batch chunk is retried as a whole.
@@ -11,7 +11,7 @@
 import type { Caller, Env } from '../env';
 import { mapWithConcurrency } from '../lib/concurrency';
 import { randomId } from '../lib/crypto';
-import { isExpired, parseExpiry } from '../lib/expiry';
+import { isExpired, parseExpiry, type Expiry } from '../lib/expiry';
 import { requestFingerprint } from '../lib/request-hash';
 import type { Clock } from '../lib/time';
 import { isoTimestamp } from '../lib/time';
@@ -37,6 +37,7 @@ import {
   type CardMetadata,
   type SurchargeRegion,
   type TransactionDeps,
+  type VaultCustomer,
   type VaultResolution,
 } from './transaction-deps';
 import { invalidRecord, processedRecord, type ProcessedTransaction, type ResolvedPayment } from './transaction-records';
@@ -106,13 +107,17 @@ export async function runTransactions(
     if (stored.requestHash === p.hash) return { ok: true, record: stored.record, replayed: true };
     const errors = [{ field: 'Idempotency-Key', msg: 'was already used with a different request' }];
     // A batch row always gets a result line; only the API answers a bare conflict (409).
-    return context.source === 'batch' ? invalid(p, errors) : { ok: false, reason: 'idempotency_conflict', errors, record: null };
+    if (context.source === 'batch') return invalid(p, errors);
+    return { ok: false, reason: 'idempotency_conflict', errors, record: null };
   };
 
   // 1. Requests already recorded under their key are answered from D1, never charged again.
   const keys = [...new Set(prepared.map((p) => p.request.idempotencyKey))];
   const recorded = new Map(
-    (await findTransactionsByIdempotencyKeys(env.DB, caller.merchantId, keys)).map((s) => [String(s.record.idempotency_key), s]),
+    (await findTransactionsByIdempotencyKeys(env.DB, caller.merchantId, keys)).map((s) => [
+      String(s.record.idempotency_key),
+      s,
+    ]),
   );
   const valid: { index: number; tx: ValidTransaction }[] = [];
   prepared.forEach((p, index) => {
@@ -131,7 +136,9 @@ export async function runTransactions(
     // 3. Payment resolution, amounts and the processor, with lookups shared across requests.
     const processors = await merchantProcessors(env.DB, caller.merchantId, clock);
     const resolver = new Resolver(engine, processors, now, { createdAt, context });
-    const resolutions = await resolver.resolveAll(valid.map(({ index, tx }) => ({ tx, prepared: prepared[index] as Prepared })));
+    const resolutions = await resolver.resolveAll(
+      valid.map(({ index, tx }) => ({ tx, prepared: prepared[index] as Prepared })),
+    );
 
     // 4. One write for every new record; a key taken meanwhile by a concurrent run is answered from D1.
     const toInsert: StoredTransaction[] = [];
@@ -172,26 +179,39 @@ export async function runTransactions(
   });
 }
 
-interface PaymentDraft {
-  /** The card number whose metadata is needed, for card payments. */
-  cardNumber: string | null;
-  build: (card: CardMetadata | null) => ResolvedPayment;
+/** A payment as the request names it; a card still lacks its metadata (asked for in bulk). */
+type PaymentDraft = (
+  | { kind: 'card'; number: string; expiry: Expiry; cvc: string | null }
+  | Extract<ResolvedPayment, { kind: 'ach' }>
+) & {
   method: ProcessedTransaction['paymentMethod'];
-  customerId: string | null;
-  customerExempt: boolean;
-  customerEmail: string | null;
+  customer: VaultCustomer | null;
+};
+
+interface VaultReference {
+  customerId: string;
+  paymentMethodId: string | null;
+  paymentMethodType: 'card' | 'ach' | null;
 }
 
-type VaultKey = { customerId: string; paymentMethodId: string | null; paymentMethodType: 'card' | 'ach' | null };
-
-const vaultKey = (k: VaultKey) => JSON.stringify([k.customerId, k.paymentMethodId, k.paymentMethodType]);
+const vaultKey = (ref: VaultReference) => JSON.stringify([ref.customerId, ref.paymentMethodId, ref.paymentMethodType]);
 // Card metadata holds no card number (its `bin` is the displayed prefix), so it can be part of a key.
-const surchargeKey = (card: CardMetadata, region: SurchargeRegion) => JSON.stringify([card, region.country, region.state]);
+const surchargeKey = (q: SurchargeQuestion) => JSON.stringify([q.card, q.region.country, q.region.state]);
+
+interface SurchargeQuestion {
+  card: CardMetadata;
+  region: SurchargeRegion;
+}
+
+interface Item {
+  tx: ValidTransaction;
+  prepared: Prepared;
+}
 
 /**
  * Resolves the valid requests of one call in phases, each asking its dependency once per distinct
  * value: vault references (concurrently), card metadata (one bulk call), surcharge rules
- * (concurrently), then amounts and the processor per request.
+ * (concurrently); then amounts and the processor, request by request.
  */
 class Resolver {
   readonly #engine: Engine;
@@ -199,43 +219,63 @@ class Resolver {
   readonly #now: Date;
   readonly #meta: { createdAt: string; context: TransactionContext };
 
-  constructor(engine: Engine, processors: ProcessorRecord[], now: Date, meta: { createdAt: string; context: TransactionContext }) {
+  constructor(
+    engine: Engine,
+    processors: ProcessorRecord[],
+    now: Date,
+    meta: { createdAt: string; context: TransactionContext },
+  ) {
     this.#engine = engine;
     this.#processors = processors;
     this.#now = now;
     this.#meta = meta;
   }
 
-  async resolveAll(items: { tx: ValidTransaction; prepared: Prepared }[]): Promise<Resolution[]> {
+  async resolveAll(items: Item[]): Promise<Resolution[]> {
     const { deps } = this.#engine;
 
-    const vaultKeys = new Map<string, VaultKey>();
-    for (const { tx } of items) if (tx.source.kind === 'vault') vaultKeys.set(vaultKey(tx.source), tx.source);
-    const vaultAnswers = await mapWithConcurrency([...vaultKeys.values()], CONCURRENCY, (k) =>
-      deps.resolveVaultPaymentMethod(k.customerId, {
-        ...(k.paymentMethodId !== null ? { paymentMethodId: k.paymentMethodId } : {}),
-        ...(k.paymentMethodType !== null ? { paymentMethodType: k.paymentMethodType } : {}),
+    // Vault references, once each.
+    const references = new Map<string, VaultReference>();
+    for (const { tx } of items) if (tx.source.kind === 'vault') references.set(vaultKey(tx.source), tx.source);
+    const vaultAnswers = await mapWithConcurrency([...references.values()], CONCURRENCY, (ref) =>
+      deps.resolveVaultPaymentMethod(ref.customerId, {
+        ...(ref.paymentMethodId !== null ? { paymentMethodId: ref.paymentMethodId } : {}),
+        ...(ref.paymentMethodType !== null ? { paymentMethodType: ref.paymentMethodType } : {}),
       }),
     );
-    const vault = new Map([...vaultKeys.keys()].map((key, i) => [key, vaultAnswers[i] as VaultResolution]));
-
+    const vault = new Map([...references.keys()].map((key, i) => [key, vaultAnswers[i] as VaultResolution]));
     const drafts = items.map(({ tx }) => {
       const errors: RowError[] = [];
-      const draft = this.#draft(tx, errors, vault);
-      return { draft, errors };
+      return { draft: this.#draft(tx, errors, vault), errors };
     });
 
-    const numbers = [...new Set(drafts.flatMap(({ draft }) => (draft?.cardNumber ? [draft.cardNumber] : [])))];
+    // Card metadata for every card of the call, in one call.
+    const numbers = [...new Set(drafts.flatMap(({ draft }) => (draft?.kind === 'card' ? [draft.number] : [])))];
     const metadata = await deps.cardMetadata(numbers);
     const cards = new Map(numbers.map((number, i) => [number, metadata[i] as CardMetadata]));
+    const payments = drafts.map(({ draft }): ResolvedPayment | null => {
+      if (!draft) return null;
+      if (draft.kind === 'ach') {
+        const { accountNumber, routingNumber, accountType, secCode } = draft;
+        return { kind: 'ach', accountNumber, routingNumber, accountType, secCode };
+      }
+      // The lookup answers every card; the fallback only satisfies the type checker.
+      const card: CardMetadata = cards.get(draft.number) ?? {
+        bin: draft.number.slice(0, 6),
+        payment_method_type: 'card',
+        matched_length: 0,
+      };
+      return { kind: 'card', number: draft.number, expiry: draft.expiry, cvc: draft.cvc, card };
+    });
 
-    const payments = drafts.map(({ draft }) => (draft ? { draft, resolved: draft.build(draft.cardNumber ? (cards.get(draft.cardNumber) ?? null) : null) } : null));
-    const questions = new Map<string, { card: CardMetadata; region: SurchargeRegion }>();
+    // Surcharge rules, once per distinct (card metadata, region).
+    const questions = new Map<string, SurchargeQuestion>();
     const plans = items.map(({ tx }, i) => {
+      const draft = drafts[i]?.draft;
       const payment = payments[i];
-      if (!payment) return null;
-      const plan = this.#surchargePlan(tx, payment.draft, payment.resolved);
-      if (plan.question) questions.set(surchargeKey(plan.question.card, plan.question.region), plan.question);
+      if (!draft || !payment) return null;
+      const plan = this.#surchargePlan(tx, draft, payment);
+      if (plan.question) questions.set(surchargeKey(plan.question), plan.question);
       return plan;
     });
     const answers = await mapWithConcurrency([...questions.values()], CONCURRENCY, (q) =>
@@ -245,70 +285,78 @@ class Resolver {
 
     return Promise.all(
       items.map(async ({ tx, prepared }, i): Promise<Resolution> => {
-        const { errors } = drafts[i] as { errors: RowError[] };
+        const errors = drafts[i]?.errors ?? [];
         const processor = pickProcessor(this.#processors, tx.processorId);
         if (!processor) errors.unshift({ field: 'processor_id', msg: 'no processor with this id for this merchant' });
+        const draft = drafts[i]?.draft;
         const payment = payments[i];
         const plan = plans[i];
-        if (!payment || !plan || !processor || errors.length > 0) return { ok: false, errors };
-        const answer = plan.question ? (surchargeable.get(surchargeKey(plan.question.card, plan.question.region)) ?? false) : null;
+        if (!draft || !payment || !plan || !processor || errors.length > 0) return { ok: false, errors };
+        const answer = plan.question ? (surchargeable.get(surchargeKey(plan.question)) ?? false) : null;
         const amounts = computeAmounts(tx.type, tx.amounts, tx.taxExempt, { ...plan.facts, surchargeable: answer });
         if (!amounts.ok) return amounts;
-        return { ok: true, stored: await this.#charge(tx, prepared, processor, payment.draft, payment.resolved, amounts.value) };
+        return { ok: true, stored: await this.#charge({ tx, prepared }, processor, draft, payment, amounts.value) };
       }),
     );
   }
 
-  #surchargePlan(tx: ValidTransaction, draft: PaymentDraft, resolved: ResolvedPayment) {
+  /** The facts the amount rules need, and the surcharge question to ask, if any. */
+  #surchargePlan(tx: ValidTransaction, draft: PaymentDraft, payment: ResolvedPayment) {
     const country = tx.contact.billing_country?.toUpperCase() ?? null;
     const state = tx.contact.billing_state?.toUpperCase() ?? null;
     const region = country !== null && state !== null ? { country, state } : null;
-    const exemption: SurchargeExemption = tx.surchargeExempt ? 'row' : draft.customerExempt ? 'customer' : null;
-    const facts = { isCard: resolved.kind === 'card', exemption, regionGiven: region !== null, rateBps: this.#engine.caller.surchargeRateBps };
-    const question =
-      resolved.kind === 'card' && region !== null && needsSurchargeRule(tx.amounts, facts) ? { card: resolved.card, region } : null;
+    const exemption: SurchargeExemption = tx.surchargeExempt ? 'row' : draft.customer?.surchargeExempt ? 'customer' : null;
+    const facts = {
+      isCard: payment.kind === 'card',
+      exemption,
+      regionGiven: region !== null,
+      rateBps: this.#engine.caller.surchargeRateBps,
+    };
+    const question: SurchargeQuestion | null =
+      payment.kind === 'card' && region !== null && needsSurchargeRule(tx.amounts, facts)
+        ? { card: payment.card, region }
+        : null;
     return { facts, question };
   }
 
   async #charge(
-    tx: ValidTransaction,
-    p: Prepared,
+    { tx, prepared }: Item,
     processor: ProcessorRecord,
     draft: PaymentDraft,
-    resolved: ResolvedPayment,
+    payment: ResolvedPayment,
     amounts: Amounts,
   ): Promise<StoredTransaction> {
     const { caller } = this.#engine;
     const result = await implementationOf(processor.type).charge({
       type: tx.type,
       amount: amounts.amount,
-      idempotencyKey: p.request.idempotencyKey,
+      idempotencyKey: prepared.request.idempotencyKey,
       payment:
-        resolved.kind === 'card'
-          ? { kind: 'card', number: resolved.number, cvc: resolved.cvc, billingPostalCode: tx.contact.billing_postal_code }
-          : resolved,
+        payment.kind === 'card'
+          ? { kind: 'card', number: payment.number, cvc: payment.cvc, billingPostalCode: tx.contact.billing_postal_code }
+          : payment,
     });
     const processed: ProcessedTransaction = {
       id: randomId(20, 'txn_'),
-      idempotencyKey: p.request.idempotencyKey,
+      idempotencyKey: prepared.request.idempotencyKey,
       createdAt: this.#meta.createdAt,
       context: this.#meta.context,
       userName: caller.merchantName,
       tx,
       amounts,
-      payment: resolved,
+      payment,
       paymentMethod: draft.method,
-      customerId: draft.customerId,
-      emailAddress: tx.emailAddress ?? draft.customerEmail,
+      customerId: draft.customer?.id ?? null,
+      emailAddress: tx.emailAddress ?? draft.customer?.email ?? null,
       processor,
       result,
     };
     return {
       record: processedRecord(processed),
       merchantId: caller.merchantId,
-      requestHash: p.hash,
+      requestHash: prepared.hash,
       batchId: this.#meta.context.batchId ?? null,
-      line: p.request.line ?? null,
+      line: prepared.request.line ?? null,
       extras: {
         base_amount: amounts.baseAmount,
         surcharge: amounts.surcharge,
@@ -316,48 +364,48 @@ class Resolver {
         surcharge_exempt: tx.surchargeExempt,
         email_receipt: tx.emailReceipt,
         description: tx.description,
-        card_brand: resolved.kind === 'card' ? (resolved.card.card_brand ?? null) : null,
+        card_brand: payment.kind === 'card' ? (payment.card.card_brand ?? null) : null,
       },
     };
   }
 
-  /** The payment a request names, before card metadata is known; null (with errors) when it cannot be used. */
+  /** The payment a request names; null (with errors) when the vault reference cannot be used. */
   #draft(tx: ValidTransaction, errors: RowError[], vault: Map<string, VaultResolution>): PaymentDraft | null {
     const source = tx.source;
-    const direct = { customerId: null, customerExempt: false, customerEmail: null };
     if (source.kind === 'card') {
       const { number, expiry, cvc } = source;
-      return { ...direct, method: 'card', cardNumber: number, build: (card) => ({ kind: 'card', number, expiry, cvc, card: card ?? unknownCard(number) }) };
+      return { kind: 'card', number, expiry, cvc, method: 'card', customer: null };
     }
     if (source.kind === 'ach') {
       const { accountNumber, routingNumber, accountType, secCode } = source;
-      return { ...direct, method: 'ach', cardNumber: null, build: () => ({ kind: 'ach', accountNumber, routingNumber, accountType, secCode }) };
+      return { kind: 'ach', accountNumber, routingNumber, accountType, secCode, method: 'ach', customer: null };
     }
 
     const answer = vault.get(vaultKey(source));
-    if (!answer || !answer.ok) {
-      const reason = answer && !answer.ok ? answer.reason : 'customer_not_found';
-      const field = reason === 'payment_method_not_found' ? 'payment_method_id' : reason === 'payment_method_type_mismatch' ? 'payment_method_type' : 'customer_id';
-      errors.push({ field, msg: vaultMessage(reason) });
+    if (!answer?.ok) {
+      const reason = answer?.reason ?? 'customer_not_found';
+      errors.push({ field: VAULT_FIELDS[reason], msg: VAULT_MESSAGES[reason] });
       return null;
     }
     const { customer, method } = answer;
-    const common = { customerId: customer.id, customerExempt: customer.surchargeExempt, customerEmail: customer.email, method: 'customer' as const };
     if (method.type === 'ach') {
       if (tx.type === 'authorize') {
-        errors.push({ field: 'transaction_type', msg: "authorize is not available for ACH payments (the customer's method is ACH); use sale" });
+        errors.push({
+          field: 'transaction_type',
+          msg: "authorize is not available for ACH payments (the customer's method is ACH); use sale",
+        });
       }
-      if (source.cvc !== null) errors.push({ field: 'cc_cvc', msg: "is only allowed with a card payment (the customer's method is ACH)" });
+      if (source.cvc !== null) {
+        errors.push({ field: 'cc_cvc', msg: "is only allowed with a card payment (the customer's method is ACH)" });
+      }
       return {
-        ...common,
-        cardNumber: null,
-        build: () => ({
-          kind: 'ach',
-          accountNumber: method.account_number,
-          routingNumber: method.routing_number,
-          accountType: method.account_type,
-          secCode: method.sec_code,
-        }),
+        kind: 'ach',
+        accountNumber: method.account_number,
+        routingNumber: method.routing_number,
+        accountType: method.account_type,
+        secCode: method.sec_code,
+        method: 'customer',
+        customer,
       };
     }
     const expiry = parseExpiry(method.expiration);
@@ -365,29 +413,27 @@ class Resolver {
       errors.push({ field: 'customer_id', msg: "the customer's card has expired; update the vault" });
       return null;
     }
-    if (source.cvc !== null && source.cvc.length !== (isAmex(method.number) ? 4 : 3)) {
-      errors.push({ field: 'cc_cvc', msg: isAmex(method.number) ? 'must be 4 digits for an American Express card' : 'must be 3 digits for this card' });
+    const amex = isAmex(method.number);
+    if (source.cvc !== null && source.cvc.length !== (amex ? 4 : 3)) {
+      const msg = amex ? 'must be 4 digits for an American Express card' : 'must be 3 digits for this card';
+      errors.push({ field: 'cc_cvc', msg });
     }
-    const { number } = method;
-    const cvc = source.cvc;
-    return { ...common, cardNumber: number, build: (card) => ({ kind: 'card', number, expiry, cvc, card: card ?? unknownCard(number) }) };
+    return { kind: 'card', number: method.number, expiry, cvc: source.cvc, method: 'customer', customer };
   }
 }
 
-/** Metadata of a card the lookup answered nothing for (cannot happen: the lookup answers every card). */
-function unknownCard(number: string): CardMetadata {
-  return { bin: number.slice(0, 6), payment_method_type: 'card', matched_length: 0 };
-}
+type VaultFailure = Extract<VaultResolution, { ok: false }>['reason'];
 
-function vaultMessage(reason: Extract<VaultResolution, { ok: false }>['reason']): string {
-  switch (reason) {
-    case 'customer_not_found':
-      return 'no vault customer with this id for this merchant';
-    case 'payment_method_not_found':
-      return 'the customer has no payment method with this id';
-    case 'no_default_payment_method':
-      return 'the customer has no default payment method; give payment_method_id';
-    case 'payment_method_type_mismatch':
-      return 'does not match the type of the selected payment method';
-  }
-}
+const VAULT_FIELDS: Record<VaultFailure, string> = {
+  customer_not_found: 'customer_id',
+  no_default_payment_method: 'customer_id',
+  payment_method_not_found: 'payment_method_id',
+  payment_method_type_mismatch: 'payment_method_type',
+};
+
+const VAULT_MESSAGES: Record<VaultFailure, string> = {
+  customer_not_found: 'no vault customer with this id for this merchant',
+  no_default_payment_method: 'the customer has no default payment method; give payment_method_id',
+  payment_method_not_found: 'the customer has no payment method with this id',
+  payment_method_type_mismatch: 'does not match the type of the selected payment method',
+};
