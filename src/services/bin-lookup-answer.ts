@@ -27,7 +27,7 @@ export function sourceOf(request: BinLookupRequest): CardSource {
 }
 
 export async function answerBinLookup(env: Env, caller: Caller, request: BinLookupRequest, now: Date): Promise<BinLookupResponse> {
-  const card = await resolveCardSource(env, caller, sourceOf(request));
+  const card = await resolveCardSource(env, caller, sourceOf(request), now);
   const region = request.country !== undefined && request.state !== undefined ? { country: request.country, state: request.state } : null;
 
   if (card.paymentMethodType === 'ach') {

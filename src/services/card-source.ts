@@ -5,6 +5,8 @@
  */
 import type { Caller, Env } from '../env';
 import { AppError } from '../errors';
+import { readTempToken } from './tokens';
+import { resolveVaultPaymentMethod } from './vault';
 
 export type CardSource =
   | { kind: 'bin'; bin: string }
@@ -22,13 +24,23 @@ export type ResolvedCard =
     }
   | { paymentMethodType: 'ach'; surchargeExempt: boolean };
 
-export async function resolveCardSource(_env: Env, _caller: Caller, source: CardSource): Promise<ResolvedCard> {
+export async function resolveCardSource(env: Env, caller: Caller, source: CardSource, now: Date): Promise<ResolvedCard> {
   switch (source.kind) {
     case 'bin':
       return { paymentMethodType: 'card', digits: source.bin, surchargeExempt: false };
-    case 'temp_token':
-      throw new AppError('bad_request', 'temp_token lookups are not available on this server yet; send bin instead');
-    case 'customer':
-      throw new AppError('bad_request', 'customer_id lookups are not available on this server yet; send bin instead');
+    case 'temp_token': {
+      const token = await readTempToken(env, caller.merchantId, source.token, now);
+      // Unknown, expired and another merchant's tokens read alike: nothing tells them apart.
+      if (!token.ok) throw new AppError('bad_request', 'temp_token: unknown or expired token');
+      return { paymentMethodType: 'card', digits: token.card.number, fullNumber: token.card.number, surchargeExempt: false };
+    }
+    case 'customer': {
+      const options = source.paymentMethodId === undefined ? {} : { paymentMethodId: source.paymentMethodId };
+      const vault = await resolveVaultPaymentMethod(env, caller.merchantId, source.customerId, options);
+      if (!vault.ok) throw new AppError('bad_request', vault.msg);
+      const surchargeExempt = vault.customer.surchargeExempt;
+      if (vault.method.type === 'ach') return { paymentMethodType: 'ach', surchargeExempt };
+      return { paymentMethodType: 'card', digits: vault.method.number, fullNumber: vault.method.number, surchargeExempt };
+    }
   }
 }
