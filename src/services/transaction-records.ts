@@ -6,6 +6,7 @@
 import { formatExpiry, parseExpiry, type Expiry } from '../lib/expiry';
 import { maskAccountNumber, maskCardNumber } from '../lib/mask';
 import type { RowError, TransactionContext, TransactionInput, TransactionRecord } from '../schemas/transaction';
+import { CUSTOMER_ID_PATTERN } from '../schemas/vault';
 import type { ChargeResult } from './processors/processor';
 import type { Amounts } from './transaction-amounts';
 import type { CardMetadata } from './transaction-deps';
@@ -230,7 +231,7 @@ export function invalidRecord(
     response_code: INVALID_RESPONSE_CODE,
     status: 'failed',
     currency_iso_code: CURRENCY,
-    customer_id: input.customer_id !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(input.customer_id) ? input.customer_id : null,
+    customer_id: input.customer_id !== undefined && CUSTOMER_ID_PATTERN.test(input.customer_id) ? input.customer_id : null,
     created_at: meta.createdAt,
     // Masked only when it looks like a card number; anything else is not echoed at all.
     masked_account:

@@ -8,6 +8,7 @@ import { isValidRoutingNumber } from '../lib/aba';
 import { isExpired, parseExpiry, type Expiry } from '../lib/expiry';
 import { passesLuhn } from '../lib/luhn';
 import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../schemas/transaction';
+import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../schemas/vault';
 
 export const TRANSACTION_TYPES = ['sale', 'authorize', 'credit'] as const;
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
@@ -65,7 +66,7 @@ export const MAX_CONTACT_LENGTH = 255;
 export const MAX_DESCRIPTION_LENGTH = 100;
 
 const REFERENCE = /^[A-Za-z0-9]{1,17}$/;
-const VAULT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const PROCESSOR_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const EMAIL = /^[^\s@"<>,;]+@[^\s@"<>,;]+\.[^\s@"<>,;]+$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -141,7 +142,7 @@ export function validateTransaction(input: TransactionInput, now: Date): Validat
   if (input.email_address !== undefined && (input.email_address.length > 254 || !EMAIL.test(input.email_address))) {
     fail('email_address', 'must be a well-formed email address');
   }
-  if (input.processor_id !== undefined && !VAULT_ID.test(input.processor_id)) {
+  if (input.processor_id !== undefined && !PROCESSOR_ID.test(input.processor_id)) {
     fail('processor_id', 'must be 1 to 64 letters, digits, "_" or "-"');
   }
   const contact = {} as Record<ContactColumn, string | null>;
@@ -241,13 +242,13 @@ function validatePaymentSource(input: TransactionInput, now: Date, fail: Fail): 
 
   const customerId = input.customer_id ?? '';
   let ok = true;
-  if (!VAULT_ID.test(customerId)) {
-    fail('customer_id', 'must be 1 to 64 letters, digits, "_" or "-"');
+  if (!CUSTOMER_ID_PATTERN.test(customerId)) {
+    fail('customer_id', 'must be 1 to 40 letters or digits');
     ok = false;
   }
   const methodId = input.payment_method_id ?? null;
-  if (methodId !== null && !VAULT_ID.test(methodId)) {
-    fail('payment_method_id', 'must be 1 to 64 letters, digits, "_" or "-"');
+  if (methodId !== null && !PAYMENT_METHOD_ID_PATTERN.test(methodId)) {
+    fail('payment_method_id', 'must be 1 to 64 letters, digits or underscores');
     ok = false;
   }
   const typeText = input.payment_method_type?.toLowerCase();
