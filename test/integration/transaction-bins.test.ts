@@ -5,6 +5,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { lookupCard, lookupCards } from '../../src/services/bin-lookup';
+import { processTransactions } from '../../src/services/transactions';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
 
@@ -76,6 +77,39 @@ describe('bulk card metadata (one D1 query per chunk)', () => {
       expect(await lookupCards(env, numbers, { enhanced })).toEqual(single);
     }
     expect(await lookupCards(env, [], { enhanced: false })).toEqual([]);
+  });
+
+  it('serves a chunk of distinct cards without a KV operation per card', async () => {
+    const luhn = (partial: string) => {
+      for (let check = 0; check < 10; check++) {
+        const number = partial + check;
+        let sum = 0;
+        for (let i = 0; i < number.length; i++) {
+          let digit = Number(number[number.length - 1 - i]);
+          if (i % 2 === 1) digit = digit * 2 > 9 ? digit * 2 - 9 : digit * 2;
+          sum += digit;
+        }
+        if (sum % 10 === 0) return number;
+      }
+      throw new Error('unreachable');
+    };
+    const caller = {
+      merchantId: shop.id,
+      merchantName: shop.name,
+      keyId: 'key_test',
+      keyType: 'secret' as const,
+      enhancedBinLookup: false,
+      surchargeRateBps: 300,
+    };
+    const requests = Array.from({ length: 200 }, (_, i) => ({
+      input: { transaction_type: 'sale', cc_number: luhn(`424242${String(i).padStart(5, '0')}1234`), cc_expiration: '12/30', amount: '1000' },
+      idempotencyKey: `kv-chunk:${i + 2}`,
+      line: i + 2,
+    }));
+    const before = (await env.BIN_CACHE.list({ prefix: 'bin:' })).keys.length;
+    const outcomes = await processTransactions(env, caller, requests, { source: 'batch', ipAddress: null, batchId: 'kv-chunk' }, () => new Date());
+    expect(outcomes.every((o) => o.ok && o.record.card_type === 'credit')).toBe(true);
+    expect((await env.BIN_CACHE.list({ prefix: 'bin:' })).keys.length).toBe(before);
   });
 });
 
