@@ -188,6 +188,19 @@ export async function findRangesOverlapping(db: D1Database, bin6: string, low: s
   return results.map(toAccountRange);
 }
 
+/** `findRangesOverlapping` for many blocks at once: one D1 round trip (a batch of statements). */
+export async function findRangesOverlappingMany(
+  db: D1Database,
+  blocks: readonly { bin6: string; low: string; high: string }[],
+): Promise<AccountRange[][]> {
+  if (blocks.length === 0) return [];
+  const statement = db.prepare(
+    'SELECT * FROM bin_account_ranges WHERE bin6 = ?1 AND low <= ?3 AND high >= ?2 ORDER BY low',
+  );
+  const results = await db.batch<AccountRangeRow>(blocks.map((b) => statement.bind(b.bin6, b.low, b.high)));
+  return results.map((result) => result.results.map(toAccountRange));
+}
+
 export async function countBins(db: D1Database): Promise<number> {
   const row = await db.prepare('SELECT COUNT(*) AS n FROM bins').first<{ n: number }>();
   return row?.n ?? 0;

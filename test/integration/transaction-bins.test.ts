@@ -35,6 +35,11 @@ beforeAll(async () => {
     ].join('\n'),
   );
   expect(answer.imported).toBe(4);
+  const ranges = await importCsv(
+    ['low,high,issuing_bank,card_level_generic,country', '4242424240,4242424249,Range Bank,platinum,CA'].join('\n'),
+    '/admin/bins/ranges/import',
+  );
+  expect(ranges.imported).toBe(1);
 });
 
 function post(body: unknown): Promise<Response> {
@@ -71,11 +76,16 @@ describe('card data from the BIN lookup', () => {
 
 describe('bulk card metadata (one D1 query per chunk)', () => {
   it('answers exactly what lookupCard answers, card by card, in order', async () => {
-    const numbers = [CREDIT_8, CREDIT, DEBIT, PREPAID, '6011111111111117', '4111112222222228', CREDIT];
+    const numbers = [CREDIT_8, CREDIT, DEBIT, PREPAID, '6011111111111117', '4111112222222228', CREDIT, '4242424250000008'];
     for (const enhanced of [false, true]) {
       const single = await Promise.all(numbers.map((number) => lookupCard(env, number, { enhanced })));
       expect(await lookupCards(env, numbers, { enhanced })).toEqual(single);
     }
+    // The account range answers for 4242424242424242 with the enhanced lookup only.
+    const [plain] = await lookupCards(env, [CREDIT], { enhanced: false });
+    const [enhanced] = await lookupCards(env, [CREDIT], { enhanced: true });
+    expect(plain).toMatchObject({ issuing_bank: 'Credit Bank', country: 'US' });
+    expect(enhanced).toMatchObject({ issuing_bank: 'Range Bank', card_level_generic: 'platinum', country: 'CA', card_type: 'credit' });
     expect(await lookupCards(env, [], { enhanced: false })).toEqual([]);
   });
 
@@ -93,23 +103,21 @@ describe('bulk card metadata (one D1 query per chunk)', () => {
       }
       throw new Error('unreachable');
     };
-    const caller = {
-      merchantId: shop.id,
-      merchantName: shop.name,
-      keyId: 'key_test',
-      keyType: 'secret' as const,
-      enhancedBinLookup: false,
-      surchargeRateBps: 300,
-    };
-    const requests = Array.from({ length: 200 }, (_, i) => ({
-      input: { transaction_type: 'sale', cc_number: luhn(`424242${String(i).padStart(5, '0')}1234`), cc_expiration: '12/30', amount: '1000' },
-      idempotencyKey: `kv-chunk:${i + 2}`,
-      line: i + 2,
-    }));
-    const before = (await env.BIN_CACHE.list({ prefix: 'bin:' })).keys.length;
-    const outcomes = await processTransactions(env, caller, requests, { source: 'batch', ipAddress: null, batchId: 'kv-chunk' }, () => new Date());
-    expect(outcomes.every((o) => o.ok && o.record.card_type === 'credit')).toBe(true);
-    expect((await env.BIN_CACHE.list({ prefix: 'bin:' })).keys.length).toBe(before);
+    const cachedEntries = async () =>
+      (await env.BIN_CACHE.list({ prefix: 'bin:' })).keys.length + (await env.BIN_CACHE.list({ prefix: 'range:' })).keys.length;
+    for (const enhancedBinLookup of [false, true]) {
+      const caller = { merchantId: shop.id, merchantName: shop.name, keyId: 'key_test', keyType: 'secret' as const, enhancedBinLookup, surchargeRateBps: 300 };
+      const batchId = `kv-chunk-${String(enhancedBinLookup)}`;
+      const requests = Array.from({ length: 200 }, (_, i) => ({
+        input: { transaction_type: 'sale', cc_number: luhn(`424242${String(i).padStart(5, '0')}1234`), cc_expiration: '12/30', amount: '1000' },
+        idempotencyKey: `${batchId}:${i + 2}`,
+        line: i + 2,
+      }));
+      const before = await cachedEntries();
+      const outcomes = await processTransactions(env, caller, requests, { source: 'batch', ipAddress: null, batchId }, () => new Date());
+      expect(outcomes.every((o) => o.ok && o.record.card_type === 'credit')).toBe(true);
+      expect(await cachedEntries()).toBe(before);
+    }
   });
 });
 
