@@ -155,7 +155,6 @@ export async function findLongestBin(db: D1Database, prefixes: readonly string[]
   return row ? toBinRecord(row) : null;
 }
 
-/** Account ranges of one 6-digit BIN that overlap [low, high] (19-digit bounds). */
 /**
  * For each list of candidate prefixes (longest first), its longest stored prefix: one query for
  * all the lists, the candidates travelling as one JSON parameter.
@@ -180,6 +179,7 @@ export async function findLongestBins(
   });
 }
 
+/** Account ranges of one 6-digit BIN that overlap [low, high] (19-digit bounds). */
 export async function findRangesOverlapping(db: D1Database, bin6: string, low: string, high: string): Promise<AccountRange[]> {
   const { results } = await db
     .prepare('SELECT * FROM bin_account_ranges WHERE bin6 = ?1 AND low <= ?3 AND high >= ?2 ORDER BY low')
