@@ -6,6 +6,8 @@
  * - With `base_amount`: amount = base_amount + surcharge + tax_amount, where the surcharge is the
  *   `surcharge` column when given, else base_amount x the merchant's surcharge_rate_bps / 10000,
  *   rounded half up to a whole minor unit, when the card may be surcharged and nobody is exempt.
+ * - A region's cap binds both: a computed surcharge uses min(merchant rate, cap); a given one
+ *   above base x cap (rounded down: a cap is never exceeded by rounding) is refused.
  */
 import type { RowError } from '../schemas/transaction';
 import { MAX_AMOUNT, type AmountFields, type TransactionType } from './transaction-validation';
@@ -21,6 +23,9 @@ export interface SurchargeFacts {
   regionGiven: boolean;
   /** The surcharge rules' answer for card and region; null when it was not needed (see `needsSurchargeRule`). */
   surchargeable: boolean | null;
+  /** The lowest cap of the rules in force (a state's law, the network's rule); null for none. */
+  maxRateBps: number | null;
+  /** The merchant's surcharge_rate_bps. */
   rateBps: number;
 }
 
@@ -39,7 +44,7 @@ export function surchargeFor(baseAmount: number, rateBps: number): number {
 }
 
 /** Whether the surcharge rules must be asked for this request (they may cost a lookup). */
-export function needsSurchargeRule(fields: AmountFields, facts: Omit<SurchargeFacts, 'surchargeable'>): boolean {
+export function needsSurchargeRule(fields: AmountFields, facts: Omit<SurchargeFacts, 'surchargeable' | 'maxRateBps'>): boolean {
   if (!facts.isCard || facts.exemption !== null || !facts.regionGiven) return false;
   if (fields.surcharge !== null) return fields.surcharge > 0;
   return fields.baseAmount !== null && facts.rateBps > 0;
@@ -62,7 +67,19 @@ export function computeAmounts(
     const refusal = surcharge > 0 ? surchargeRefusal(facts) : null;
     if (refusal) errors.push({ field: 'surcharge', msg: refusal });
   } else if (fields.baseAmount !== null && facts.isCard && facts.exemption === null && facts.surchargeable === true) {
-    surcharge = surchargeFor(fields.baseAmount, facts.rateBps);
+    const rate = facts.maxRateBps === null ? facts.rateBps : Math.min(facts.rateBps, facts.maxRateBps);
+    surcharge = surchargeFor(fields.baseAmount, rate);
+  }
+  if (surcharge > 0 && fields.surcharge !== null && facts.surchargeable === true && facts.maxRateBps !== null) {
+    // Without base_amount the base is what the total holds besides its other parts.
+    const base = fields.baseAmount ?? (fields.amount ?? 0) - surcharge - taxAmount - shippingAmount;
+    const cap = Math.floor((Math.max(base, 0) * facts.maxRateBps) / 10_000);
+    if (surcharge > cap) {
+      errors.push({
+        field: 'surcharge',
+        msg: `exceeds the billing region's cap of ${(facts.maxRateBps / 100).toFixed(2)}% of ${base} (at most ${cap})`,
+      });
+    }
   }
 
   if (taxExempt && taxAmount > 0) errors.push({ field: 'tax_amount', msg: 'must be 0 when tax_exempt is true' });

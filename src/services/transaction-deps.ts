@@ -6,11 +6,12 @@
  */
 import type { Caller, Env } from '../env';
 import { lookupCards, type CardMetadata } from './bin-lookup';
-import { isSurchargeable } from './surcharge';
+import { surchargePolicy, type SurchargePolicy } from './surcharge';
 import { resolveVaultPaymentMethod } from './vault';
 
 export type { CardMetadata } from './bin-lookup';
 export type { VaultCustomer, VaultPaymentMethod } from './vault';
+export type { SurchargePolicy } from './surcharge';
 
 /** What `resolveVaultPaymentMethod` answers. */
 export type VaultResolution = Awaited<ReturnType<typeof resolveVaultPaymentMethod>>;
@@ -23,12 +24,12 @@ export interface SurchargeRegion {
 export interface TransactionDeps {
   /** Card metadata for card numbers, in order (brand, credit/debit, the matched BIN length). */
   cardMetadata(numbers: readonly string[]): Promise<CardMetadata[]>;
-  /** Whether the card may be surcharged in the region (card-network and jurisdiction rules). */
-  isSurchargeable(
+  /** Whether, and up to which rate, the card may be surcharged in the region (network and jurisdiction rules). */
+  surchargePolicy(
     card: CardMetadata,
     region: SurchargeRegion,
     options: { customerExempt: boolean; now: Date },
-  ): Promise<boolean>;
+  ): Promise<SurchargePolicy>;
   /** The merchant's vault customer and the payment method to charge. */
   resolveVaultPaymentMethod(
     customerId: string,
@@ -40,7 +41,7 @@ export interface TransactionDeps {
 export function transactionDepsFromEnv(env: Env, caller: Caller): TransactionDeps {
   return {
     cardMetadata: (numbers) => lookupCards(env, numbers, { enhanced: caller.enhancedBinLookup }),
-    isSurchargeable: (card, region, options) => isSurchargeable(env, card, region, options),
+    surchargePolicy: (card, region, options) => surchargePolicy(env, card, region, options),
     resolveVaultPaymentMethod: (customerId, options) =>
       resolveVaultPaymentMethod(env, caller.merchantId, customerId, options),
   };

@@ -35,6 +35,7 @@ import { computeAmounts, needsSurchargeRule, type Amounts, type SurchargeExempti
 import {
   transactionDepsFromEnv,
   type CardMetadata,
+  type SurchargePolicy,
   type SurchargeRegion,
   type TransactionDeps,
   type VaultCustomer,
@@ -198,6 +199,8 @@ const vaultKey = (ref: VaultReference) => JSON.stringify([ref.customerId, ref.pa
 // Card metadata holds no card number (its `bin` is the displayed prefix), so it can be part of a key.
 const surchargeKey = (q: SurchargeQuestion) => JSON.stringify([q.card, q.region.country, q.region.state]);
 
+const NO_SURCHARGE: SurchargePolicy = { allowed: false, maxRateBps: null };
+
 interface SurchargeQuestion {
   card: CardMetadata;
   region: SurchargeRegion;
@@ -279,9 +282,9 @@ class Resolver {
       return plan;
     });
     const answers = await mapWithConcurrency([...questions.values()], CONCURRENCY, (q) =>
-      deps.isSurchargeable(q.card, q.region, { customerExempt: false, now: this.#now }),
+      deps.surchargePolicy(q.card, q.region, { customerExempt: false, now: this.#now }),
     );
-    const surchargeable = new Map([...questions.keys()].map((key, i) => [key, answers[i] as boolean]));
+    const policies = new Map([...questions.keys()].map((key, i) => [key, answers[i] as SurchargePolicy]));
 
     return Promise.all(
       items.map(async ({ tx, prepared }, i): Promise<Resolution> => {
@@ -292,8 +295,12 @@ class Resolver {
         const payment = payments[i];
         const plan = plans[i];
         if (!draft || !payment || !plan || !processor || errors.length > 0) return { ok: false, errors };
-        const answer = plan.question ? (surchargeable.get(surchargeKey(plan.question)) ?? false) : null;
-        const amounts = computeAmounts(tx.type, tx.amounts, tx.taxExempt, { ...plan.facts, surchargeable: answer });
+        const policy = plan.question ? (policies.get(surchargeKey(plan.question)) ?? NO_SURCHARGE) : null;
+        const amounts = computeAmounts(tx.type, tx.amounts, tx.taxExempt, {
+          ...plan.facts,
+          surchargeable: policy?.allowed ?? null,
+          maxRateBps: policy?.maxRateBps ?? null,
+        });
         if (!amounts.ok) return amounts;
         return { ok: true, stored: await this.#charge({ tx, prepared }, processor, draft, payment, amounts.value) };
       }),

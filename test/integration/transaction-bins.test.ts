@@ -190,3 +190,24 @@ describe('computed surcharge', () => {
     });
   });
 });
+
+describe('surcharge caps from the seeded rules', () => {
+  it("computes at most the region's cap: Colorado's 2%, Visa's 3% elsewhere in the US", async () => {
+    const greedy = await createMerchant({ name: 'Greedy Shop', surcharge_rate_bps: 400 });
+    const sale = async (state: string, extra: Record<string, unknown> = {}) => {
+      const response = await call('POST', '/api/transaction', {
+        key: greedy.secretKey,
+        body: { ...SURCHARGED, billing_state: state, cc_number: CREDIT, base_amount: 10_000, ...extra },
+      });
+      return { status: response.status, body: await response.json<Envelope<TxRecord>>() };
+    };
+    expect((await sale('CO')).body.data).toMatchObject({ amount: 10_200, service_fee: 200 });
+    expect((await sale('TX')).body.data).toMatchObject({ amount: 10_300, service_fee: 300 });
+
+    const refused = await sale('CO', { surcharge: 250 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([
+      { field: 'surcharge', msg: "exceeds the billing region's cap of 2.00% of 10000 (at most 200)" },
+    ]);
+  });
+});

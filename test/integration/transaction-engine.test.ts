@@ -28,9 +28,10 @@ function testDeps() {
         return { bin: digits.slice(0, 6), payment_method_type: 'card', matched_length: 0 };
       });
     },
-    isSurchargeable: async (card: CardMetadata, region) => {
+    surchargePolicy: async (card: CardMetadata, region) => {
       calls.surcharge++;
-      return card.card_type?.toLowerCase() === 'credit' && region.country === 'US' && region.state !== 'CT';
+      const allowed = card.card_type?.toLowerCase() === 'credit' && region.country === 'US' && region.state !== 'CT';
+      return { allowed, maxRateBps: null };
     },
     resolveVaultPaymentMethod: async (customerId): Promise<VaultResolution> => {
       calls.vault++;

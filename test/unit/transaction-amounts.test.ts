@@ -3,7 +3,7 @@ import { computeAmounts, needsSurchargeRule, surchargeFor, type SurchargeFacts }
 import type { AmountFields } from '../../src/services/transaction-validation';
 
 const NONE: AmountFields = { amount: null, baseAmount: null, surcharge: null, shippingAmount: null, taxAmount: null, discountAmount: null };
-const CARD: SurchargeFacts = { isCard: true, exemption: null, regionGiven: true, surchargeable: true, rateBps: 300 };
+const CARD: SurchargeFacts = { isCard: true, exemption: null, regionGiven: true, surchargeable: true, maxRateBps: null, rateBps: 300 };
 
 describe('surchargeFor', () => {
   it('rounds base x rate half up to a whole minor unit', () => {
@@ -110,5 +110,31 @@ describe('needsSurchargeRule', () => {
     expect(needsSurchargeRule({ ...NONE, baseAmount: 100 }, { ...facts, rateBps: 0 })).toBe(false);
     expect(needsSurchargeRule({ ...NONE, baseAmount: 100 }, { ...facts, exemption: 'row' })).toBe(false);
     expect(needsSurchargeRule({ ...NONE, baseAmount: 100 }, { ...facts, regionGiven: false })).toBe(false);
+  });
+});
+
+describe('regional surcharge caps', () => {
+  const CAPPED: SurchargeFacts = { ...CARD, rateBps: 400, maxRateBps: 200 };
+
+  it('computes a surcharge at the lower of the merchant rate and the cap', () => {
+    expect(computeAmounts('sale', { ...NONE, baseAmount: 10_000 }, false, CAPPED)).toMatchObject({
+      ok: true,
+      value: { surcharge: 200, amount: 10_200 },
+    });
+    expect(computeAmounts('sale', { ...NONE, baseAmount: 10_000 }, false, { ...CAPPED, rateBps: 150 })).toMatchObject({
+      ok: true,
+      value: { surcharge: 150, amount: 10_150 },
+    });
+  });
+
+  it('refuses a given surcharge above the cap, and accepts one at it', () => {
+    expect(computeAmounts('sale', { ...NONE, baseAmount: 10_000, surcharge: 201 }, false, CAPPED)).toEqual({
+      ok: false,
+      errors: [{ field: 'surcharge', msg: "exceeds the billing region's cap of 2.00% of 10000 (at most 200)" }],
+    });
+    expect(computeAmounts('sale', { ...NONE, baseAmount: 10_000, surcharge: 200 }, false, CAPPED)).toMatchObject({ ok: true });
+    // Without base_amount the base is the total less its parts: 10,250 - 250 = 10,000.
+    expect(computeAmounts('sale', { ...NONE, amount: 10_250, surcharge: 250 }, false, CAPPED)).toMatchObject({ ok: false });
+    expect(computeAmounts('sale', { ...NONE, amount: 10_200, surcharge: 200 }, false, CAPPED)).toMatchObject({ ok: true });
   });
 });
