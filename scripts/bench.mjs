@@ -12,7 +12,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { detectTool } from './bench/load.mjs';
-import { foreignWorkerdCount, machineInfo, printTable, writeResults } from './bench/report.mjs';
+import { foreignWorkerdCount, machineInfo, printTable, updatePerformanceDoc, writeResults } from './bench/report.mjs';
 import { RssSampler } from './bench/rss.mjs';
 import { startServer } from './bench/server.mjs';
 import { EndpointMissing } from './bench/http.mjs';
@@ -169,6 +169,7 @@ const results = {
 };
 printTable(results);
 const written = writeResults(root, results, settings.full);
-log(`results written to ${written.join(' and ')}`);
+if (settings.full && updatePerformanceDoc(root, results)) written.push('docs/performance.md');
+log(`results written to ${written.join(', ')}`);
 // Exit explicitly: an inspector socket or keep-alive connection must not hold the process open.
 process.exit(failed ? 1 : 0);

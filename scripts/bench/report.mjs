@@ -114,3 +114,34 @@ export function writeResults(root, results, full) {
   }
   return written;
 }
+
+const START = '<!-- bench:results:start (written by npm run bench; do not edit by hand) -->';
+const END = '<!-- bench:results:end -->';
+
+/** A full run rewrites the figures block of docs/performance.md (between its markers), if present. */
+export function updatePerformanceDoc(root, results) {
+  const path = join(root, 'docs', 'performance.md');
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return false;
+  }
+  const from = text.indexOf(START);
+  const to = text.indexOf(END);
+  if (from < 0 || to < from) return false;
+  const m = results.machine;
+  const block = [
+    START,
+    `Run ${results.generatedAt.slice(0, 16).replace('T', ' ')} UTC, commit \`${m.commit}\`, \`${results.command}\`: ` +
+      `${m.cores} cores (${m.cpu}), ${m.memoryGb} GB RAM, ${m.os}, Node ${m.node}, workerd ${m.workerd} (wrangler ${m.wrangler}), ` +
+      `${m.loadGenerator.split(' Copyright')[0]}, ${results.settings.connections} connections, ` +
+      `${results.settings.warmupS} s warm-up + ${results.settings.durationS} s per run. ` +
+      `Load average at start ${m.loadAverage1mAtStart}, ${m.foreignWorkerdAtStart} other workerd processes running.`,
+    '',
+    markdownTable(results),
+    END,
+  ].join('\n');
+  writeFileSync(path, text.slice(0, from) + block + text.slice(to + END.length));
+  return true;
+}

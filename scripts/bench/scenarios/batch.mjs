@@ -15,12 +15,15 @@ const COLUMNS = [
 const ROUTING = ['021000021', '011000015', '026009593', '121000358', '071000013'];
 const TYPES = ['sale', 'sale', 'sale', 'sale', 'authorize', 'authorize', 'credit'];
 const CUSTOMERS = 50;
+/** Every fifth vault customer pays by ACH. */
+const isAchCustomer = (index) => index % 5 === 4;
 
 /**
  * `rows` data rows: about 65% card, 20% ACH, 10% vault customer, 5% invalid (bad Luhn, expired
  * card, missing amount, bad routing number). Every field quoted, as SPEC.md's format says.
  */
 export function generateBatchCsv(rows, { bins, customers, seed = 1 }) {
+  const achCustomers = new Set(customers.filter((_, i) => isAchCustomer(i)));
   const next = random(seed);
   const pick = (list) => list[Math.floor(next() * list.length)];
   const q = (v) => `"${v}"`;
@@ -43,12 +46,15 @@ export function generateBatchCsv(rows, { bins, customers, seed = 1 }) {
       row.cc_expiration = '12/30';
       row.cc_cvc = String(100 + Math.floor(next() * 900));
     } else if (kind < 0.85) {
+      // ACH has no authorization hold (the engine refuses an ACH authorize): sales and credits only.
+      if (row.transaction_type === 'authorize') row.transaction_type = 'sale';
       row.ach_account_number = String(10_000_000 + Math.floor(next() * 89_999_999));
       row.ach_routing_number = pick(ROUTING);
       row.ach_account_type = next() < 0.7 ? 'checking' : 'savings';
       row.ach_sec_code = pick(['WEB', 'CCD', 'PPD']);
     } else if (kind < 0.95) {
       row.customer_id = pick(customers);
+      if (achCustomers.has(row.customer_id) && row.transaction_type === 'authorize') row.transaction_type = 'sale';
     } else {
       invalid += 1;
       const flaw = i % 4;
@@ -77,7 +83,7 @@ async function ensureCustomers(ctx, bins) {
   const next = random(17);
   const ids = Array.from({ length: CUSTOMERS }, (_, i) => `batch${String(i).padStart(4, '0')}`);
   const created = await mapLimit(ids, 8, (id, i) =>
-    callJson(ctx, 'POST', '/api/vault/customer', i % 5 === 4
+    callJson(ctx, 'POST', '/api/vault/customer', isAchCustomer(i)
       ? { id, payment_method: { ach: { account_number: '000123456789', routing_number: '021000021', account_type: 'checking', sec_code: 'WEB' } } }
       : { id, payment_method: { card: { number: cardNumber(bins[i % bins.length], next), expiration: '12/30' } } }));
   requireRoute(created[0], 'POST /api/vault/customer');
