@@ -110,6 +110,11 @@ try {
         console.error(error);
       }
       log(`${scenario.name}: ${error.message}`);
+      if (server.exited()) {
+        log(`the server is gone: ${server.exited()}`);
+        rows.push({ group: scenario.group, scenario: scenario.name, skipped: `failed: ${server.exited()}` });
+        break;
+      }
       if (report) rows.push({ group: scenario.group, scenario: scenario.name, skipped: skipped ? error.message : `failed: ${error.message}` });
     }
   }

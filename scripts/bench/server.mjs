@@ -91,19 +91,22 @@ export async function startServer({ root, logDir, log = console.log, keepState =
   const port = await freePort();
   const inspectorPort = await freePort();
   mkdirSync(logDir, { recursive: true });
-  const logFile = join(logDir, 'server.log');
+  const logFile = join(logDir, `server-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
   const out = createWriteStream(logFile);
   const args = [
     runWrangler, 'dev', '--config', config, '--persist-to', persistTo,
     '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(inspectorPort),
-    '--show-interactive-dev-session=false', '--log-level', 'warn',
+    '--show-interactive-dev-session=false', '--log-level', process.env.BENCH_LOG_LEVEL ?? 'warn',
   ];
   const child = spawn(process.execPath, args, { cwd: root, env: localEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.pipe(out);
   child.stderr.pipe(out);
   let exited = false;
-  const exit = new Promise((resolveExit) => child.on('exit', (code) => {
+  let exitedWith;
+  const exit = new Promise((resolveExit) => child.on('exit', (code, signal) => {
     exited = true;
+    exitedWith = signal ?? code;
+    out.write(`\n[bench] wrangler dev exited (${exitedWith}) at ${new Date().toISOString()}\n`);
     resolveExit(code);
   }));
 
@@ -128,6 +131,8 @@ export async function startServer({ root, logDir, log = console.log, keepState =
   return {
     url, adminToken, dir, config, persistTo, inspectorPort, port, pid: child.pid, logFile,
     workerdPids: () => workerdPids(child.pid),
+    /** Why the server is gone, or null while it runs. */
+    exited: () => (exited ? `wrangler dev exited (${exitedWith}); see ${logFile}` : null),
     async stop() {
       const runtimes = workerdPids(child.pid);
       if (!exited) child.kill('SIGTERM');

@@ -93,13 +93,13 @@ export const lookupScenarios = [
     },
   },
   {
-    name: 'lookup warm, KV',
+    name: 'lookup warm (KV)',
     group: 'lookup',
     async run(ctx) {
       const { kv } = binSets(ctx);
       const bodies = kv.map((bin, i) => withRegion({ bin }, i));
-      await prewarm(ctx, bodies, 'lookup warm, KV');
-      return [await loadRow(ctx, 'lookup warm, KV', bodies, {
+      await prewarm(ctx, bodies, 'lookup warm (KV)');
+      return [await loadRow(ctx, 'lookup warm (KV)', bodies, {
         note: `${kv.length.toLocaleString('en-US')} distinct cached BINs: more than the isolate keeps (2,000), so answers come from KV`,
         extra: { distinct: kv.length },
       })];
