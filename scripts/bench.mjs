@@ -15,7 +15,8 @@ import { detectTool } from './bench/load.mjs';
 import { foreignWorkerdCount, machineInfo, printTable, updatePerformanceDoc, writeResults } from './bench/report.mjs';
 import { RssSampler } from './bench/rss.mjs';
 import { startServer } from './bench/server.mjs';
-import { EndpointMissing } from './bench/http.mjs';
+import { callJson, EndpointMissing, mapLimit } from './bench/http.mjs';
+import { DEMO } from './local-state.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios } from './bench/scenarios/lookup.mjs';
@@ -118,37 +119,68 @@ try {
       if (report) rows.push({ group: scenario.group, scenario: scenario.name, skipped: skipped ? error.message : `failed: ${error.message}` });
     }
   }
-  if (settings.profile) profileResults = await profiles(ctx);
 } finally {
   rss.stop();
   log('stopping the server...');
   await server.stop();
 }
+if (settings.profile) profileResults = await profiles(ctx);
 
 /**
- * --profile: CPU profiles of a warm lookup run and of a 10,000-row batch, taken after the measured
- * scenarios (the profiler slows the isolate, so its runs are never the reported figures).
+ * --profile: after the measured run, a second fresh server whose entry is the I/O probe
+ * (scripts/bench/io-probe-entry.mjs: the same service, every binding call counted and timed) runs
+ * a warm lookup load and a 10,000-row batch under the CPU profiler. Neither the probe nor the
+ * profiler ever touches the reported figures.
  */
 async function profiles(ctx) {
   const out = {};
   const { settings } = ctx;
-  if (settings.groups.has('lookup') && ctx.data.binSets) {
-    log('profiling: lookup warm (5 s)...');
-    const bodies = ctx.data.binSets.warm.map((bin) => ({ bin, country: 'US', state: 'TX' }));
-    out['lookup warm'] = await profileWork(ctx, 'lookup-warm', () =>
-      measure({ tool: settings.tool, url: `${ctx.url}/api/lookup/bin/protected`, method: 'POST', auth: 'api_demoSecretKey0000000000000000000', bodies, connections: settings.connections, durationS: 5, warmupS: 0 }));
-  }
-  if (settings.groups.has('batch') && ctx.data.batchCustomers) {
-    log('profiling: batch of 10,000 rows...');
-    out['batch 10,000 rows'] = await profileWork(ctx, 'batch-10k', () => runBatchFile(ctx, 10_000));
+  log('profiling: starting a second server with the I/O probe entry...');
+  const probe = await startServer({ root, logDir: `${root}bench/results`, log, entry: `${root}scripts/bench/io-probe-entry.mjs` });
+  const pctx = { ...ctx, url: probe.url, adminToken: probe.adminToken, server: probe, data: {}, rss: new RssSampler(() => probe.workerdPids()).start() };
+  const io = async () => (await fetch(`${probe.url}/__bench/io`)).json();
+  const resetIo = async () => (await fetch(`${probe.url}/__bench/io/reset`, { method: 'POST' })).body?.cancel();
+  try {
+    await importScenarios[0].run(pctx);
+    if (settings.groups.has('lookup')) {
+      const warm = ctx.data.binSets?.warm ?? pctx.data.bins.filter((b) => b.country).slice(0, 1_000).map((b) => b.bin);
+      const bodies = warm.map((bin) => ({ bin, country: 'US', state: 'TX' }));
+      await mapLimit(bodies, 8, (body) => callJson(pctx, 'POST', '/api/lookup/bin/protected', body));
+      await resetIo();
+      log('profiling: lookup warm (5 s)...');
+      const profile = await profileWork(pctx, 'lookup-warm', () =>
+        measure({ tool: settings.tool, url: `${probe.url}/api/lookup/bin/protected`, method: 'POST', auth: DEMO.secretKey, bodies, connections: settings.connections, durationS: 5, warmupS: 0 }));
+      out['lookup warm'] = { ...profile, io: perUnit(await io(), profile.work.requests, 'request') };
+    }
+    if (settings.groups.has('batch')) {
+      await runBatchFile(pctx, 1_000); // creates the vault customers; its figures are not kept
+      await resetIo();
+      log('profiling: batch of 10,000 rows...');
+      const profile = await profileWork(pctx, 'batch-10k', () => runBatchFile(pctx, 10_000));
+      out['batch 10,000 rows'] = { ...profile, io: perUnit(await io(), 10_000, 'row') };
+    }
+  } catch (error) {
+    log(`profiling failed: ${error.message}`);
+    out.error = error.message;
+  } finally {
+    pctx.rss.stop();
+    await probe.stop();
   }
   for (const [name, p] of Object.entries(out)) {
+    if (name === 'error') continue;
     console.log(`\nCPU profile, ${name}: ${p.profiledMs} ms sampled over ${p.wallSeconds} s`);
     for (const c of p.categories) console.log(`  ${String(c.share).padStart(5)}%  ${String(c.ms).padStart(8)} ms  ${c.category}`);
     console.log('  top functions (self time):');
     for (const t of p.top.slice(0, 15)) console.log(`  ${String(t.share).padStart(5)}%  ${String(t.ms).padStart(8)} ms  ${t.name}  ${t.file}`);
+    console.log(`  binding calls (per ${p.io.unit}):`);
+    for (const c of p.io.calls) console.log(`  ${String(c.calls).padStart(7)} calls  ${c.perUnit.toFixed(4).padStart(8)}/${p.io.unit}  ${String(Math.round(c.ms)).padStart(7)} ms  ${c.name}`);
   }
   return out;
+}
+
+/** Binding call totals with their rate per request or row. */
+function perUnit(calls, units, unit) {
+  return { unit, units, calls: calls.map((c) => ({ ...c, perUnit: c.calls / units, msPerUnit: c.ms / units })) };
 }
 
 // Lookup rows carry a ratio to a healthz run measured right before them (see lookup.mjs); the

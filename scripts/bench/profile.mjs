@@ -134,7 +134,7 @@ export function selfTimesBySource(profile, resolve) {
     const frame = byId.get(samples[i]).callFrame;
     const dt = (timeDeltas[i + 1] ?? 0) / 1000;
     // Only the Worker's bundle is mapped; runtime modules (cloudflare-internal:...) keep their url.
-    const bundled = frame.url.endsWith('index.js') || frame.url.endsWith('.ts');
+    const bundled = !frame.url.includes(':') && /\.(js|mjs|ts)$/.test(frame.url);
     const file = !frame.url ? '(native)' : bundled ? resolve(frame.lineNumber, frame.columnNumber) || frame.url : frame.url;
     const key = `${frame.functionName || '(anonymous)'}|${file}`;
     self.set(key, (self.get(key) ?? 0) + dt);
@@ -148,7 +148,7 @@ export function selfTimesBySource(profile, resolve) {
     .sort((a, b) => b.selfMs - a.selfMs);
 }
 
-/** The dev bundle's source map (wrangler writes it under <config dir>/.wrangler/tmp/). */
+/** The newest *.js.map under <dir>/.wrangler/tmp: the bundle wrangler dev is running. */
 export function findBundleMap(dir) {
   const found = [];
   const walk = (path) => {
@@ -161,7 +161,7 @@ export function findBundleMap(dir) {
     for (const entry of entries) {
       const full = join(path, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (entry.name === 'index.js.map') found.push({ full, mtime: statSync(full).mtimeMs });
+      else if (entry.name.endsWith('.js.map')) found.push({ full, mtime: statSync(full).mtimeMs });
     }
   };
   walk(join(dir, '.wrangler', 'tmp'));
@@ -172,6 +172,7 @@ export function findBundleMap(dir) {
 /** Rules: [category, test(file, name)], first match wins. */
 export const STAGES = [
   ['idle (awaiting I/O: D1, KV, R2, DO, queue)', (f, n) => n === '(idle)'],
+  ['bench I/O probe (binding wrappers, profile runs only)', (f) => /io-probe-entry/.test(f)],
   ['runtime: GC and internals', (f, n) => n === '(garbage collector)' || n === '(program)'],
   ['CSV parse', (f) => /csv|multipart|line-reader|stream/i.test(f)],
   ['validation (zod, Luhn, ABA, expiry)', (f) => /node_modules\/zod|src\/schemas|middleware\/validate|lib\/(luhn|aba|expiry)/.test(f)],
