@@ -4,13 +4,10 @@ import type { Env } from './env';
 import { systemClock } from './lib/time';
 import { consumeChunks } from './queues/chunk-consumer';
 import { consumeDeadLetters } from './queues/dead-letter-consumer';
+import { CHUNK_QUEUE, DEAD_LETTER_QUEUE } from './queues/names';
 import { deleteExpiredResults } from './services/batches';
 
 export { BatchProgress } from './durable-objects/batch-progress';
-
-/** Queue names as in wrangler.toml. */
-export const CHUNK_QUEUE = 'binbatch-chunks';
-export const DEAD_LETTER_QUEUE = 'binbatch-chunks-dlq';
 
 export default {
   fetch: app.fetch,

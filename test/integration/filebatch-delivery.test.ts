@@ -18,6 +18,27 @@ async function download(key: string, id: string) {
 }
 
 describe('chunk consumer', () => {
+  it('moves the batch pending → queued → processing → completed, step by step', async () => {
+    const merchant = await createMerchant();
+    const { id, messages } = await createUnqueuedBatch(merchant.secretKey, csv(CARD_HEADER, saleRows(1001)));
+    expect(messages.map((m) => [m.chunk, m.firstLine])).toEqual([[0, 2], [1, 502], [2, 1002]]);
+    expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'pending', num_lines: 1001, processed_lines: 0 });
+    // What enqueueBatch does once every message is sent.
+    await env.BATCH_PROGRESS.getByName(id).markQueued();
+    expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'queued', processed_lines: 0 });
+    await deliver(CHUNKS, [messages[1]]);
+    expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'processing', processed_lines: 500 });
+    await deliver(CHUNKS, [messages[2]]);
+    expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'processing', processed_lines: 501 });
+    expect(await env.FILES.head(`uploads/${id}.csv`)).not.toBeNull();
+    await deliver(CHUNKS, [messages[0]]);
+    expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'completed', processed_lines: 1001 });
+    expect(await env.FILES.head(`uploads/${id}.csv`)).toBeNull();
+    // Results follow the file's order, not the order chunks finished in.
+    const { rows } = await download(merchant.secretKey, id);
+    expect(rows.map((r) => r.idempotency_key)).toEqual(Array.from({ length: 1001 }, (_, i) => `${id}:${i + 2}`));
+  });
+
   it('yields one result row per data row, in order, with row errors inside a completed batch', async () => {
     const merchant = await createMerchant();
     const text = csv(CARD_HEADER, [
