@@ -30,9 +30,9 @@ export function csv(header: string[], rows: string[][], lineEnd = '\n'): string 
 
 export const CARD_HEADER = ['transaction_type', 'amount', 'cc_number', 'cc_expiration', 'order_id'];
 
-/** `count` valid card sales with distinct order ids (amounts 100, 101, ...). */
+/** `count` valid card sales with distinct order ids (amounts 1000, 1001, ...: clear of the sandbox's decline amounts). */
 export function saleRows(count: number): string[][] {
-  return Array.from({ length: count }, (_, i) => ['sale', String(100 + i), '4111111111111111', '12/30', `ord${i + 1}`]);
+  return Array.from({ length: count }, (_, i) => ['sale', String(1000 + i), '4111111111111111', '12/30', `ord${i + 1}`]);
 }
 
 export function uploadMultipart(key: string, text: string | Uint8Array, fileName = 'batch.csv'): Promise<Response> {
