@@ -29,11 +29,252 @@ CREATE INDEX IF NOT EXISTS api_keys_merchant ON api_keys(merchant_id);
 
 -- == BIN data (BIN lookup) ===================================================================
 
+-- One row per stored prefix (6 to 11 digits); a lookup takes the longest stored prefix of the
+-- card's digits. Columns are the lookup response's fields plus peers' prepaid/commercial/currency.
+-- NULL means unknown (the field is left out of the answer).
+CREATE TABLE IF NOT EXISTS bins (
+  prefix TEXT PRIMARY KEY CHECK (length(prefix) BETWEEN 6 AND 11),
+  card_brand TEXT,
+  issuing_bank TEXT,
+  card_type TEXT,
+  card_level_generic TEXT,
+  country TEXT,
+  payment_method_type TEXT NOT NULL DEFAULT 'card',
+  prepaid INTEGER,
+  commercial INTEGER,
+  currency TEXT,
+  updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Enhanced lookup: account ranges, bounds padded to 19 digits (low with 0s, high with 9s) so that
+-- text order is numeric order. bin6 (the first 6 digits, shared by low and high) keeps the
+-- lookup on one index range.
+CREATE TABLE IF NOT EXISTS bin_account_ranges (
+  low TEXT NOT NULL CHECK (length(low) = 19),
+  high TEXT NOT NULL CHECK (length(high) = 19),
+  bin6 TEXT NOT NULL,
+  card_brand TEXT,
+  issuing_bank TEXT,
+  card_type TEXT,
+  card_level_generic TEXT,
+  country TEXT,
+  prepaid INTEGER,
+  commercial INTEGER,
+  currency TEXT,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (low, high)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS bin_account_ranges_bin6 ON bin_account_ranges(bin6, low);
+
+-- The version of the lookup data (BINs, ranges, surcharge rules). Every import or rule change
+-- bumps it; cache keys carry it, so answers cached from older data are never served again.
+CREATE TABLE IF NOT EXISTS bin_data_version (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL,
+  updated_at TEXT NOT NULL
+);
+INSERT OR IGNORE INTO bin_data_version (id, version, updated_at) VALUES (1, 1, '2026-01-01T00:00:00.000Z');
+
+-- Surcharge law as data. region '*' covers the whole country; a row for the exact region wins.
+-- Of a key's rows, the one with the latest effective_from (a date, YYYY-MM-DD) not in the future
+-- applies. surcharge: allowed | prohibited | commercial_only (consumer cards banned, e.g. EU).
+-- Dates of long-standing bans are given as 2000-01-01 ("in force before this table").
+CREATE TABLE IF NOT EXISTS surcharge_rules (
+  country TEXT NOT NULL,
+  region TEXT NOT NULL,
+  effective_from TEXT NOT NULL,
+  surcharge TEXT NOT NULL CHECK (surcharge IN ('allowed', 'prohibited', 'commercial_only')),
+  max_rate_bps INTEGER,
+  note TEXT,
+  PRIMARY KEY (country, region, effective_from)
+) WITHOUT ROWID;
+-- Seeded only into an empty table, so re-applying the schema never undoes an operator's PUT.
+INSERT OR IGNORE INTO surcharge_rules (country, region, effective_from, surcharge, max_rate_bps, note)
+SELECT * FROM (VALUES
+  ('US', '*', '2013-01-27', 'allowed', 400, 'Card networks allow credit surcharges in the US since the 2013 settlement; Visa cap 4%'),
+  ('US', '*', '2023-04-15', 'allowed', 300, 'Card networks allow credit surcharges in the US; Visa cap 3% since 2023-04-15'),
+  ('US', 'CT', '2000-01-01', 'prohibited', NULL, 'Connecticut prohibits surcharges'),
+  ('US', 'MA', '2000-01-01', 'prohibited', NULL, 'Massachusetts prohibits surcharges'),
+  ('US', 'ME', '2000-01-01', 'prohibited', NULL, 'Maine prohibits surcharges'),
+  ('US', 'PR', '2000-01-01', 'prohibited', NULL, 'Puerto Rico prohibits surcharges'),
+  ('PR', '*', '2000-01-01', 'prohibited', NULL, 'Puerto Rico prohibits surcharges'),
+  ('US', 'CO', '2000-01-01', 'allowed', 200, 'Colorado caps surcharges at 2% or the processing cost'),
+  ('CA', '*', '2022-10-06', 'allowed', 240, 'Canada allows credit surcharges since 2022-10-06, capped at 2.4%'),
+  ('CA', 'QC', '2000-01-01', 'prohibited', NULL, 'Quebec consumer protection law prohibits card fees'),
+  ('AT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('BE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('BG', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('HR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('CY', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('CZ', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('DK', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('EE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('FI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('FR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('DE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('GR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('HU', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('IE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('IT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LV', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LU', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('MT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('NL', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('PL', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('PT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('RO', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('SK', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('SI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('ES', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('SE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('IS', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('NO', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('GB', '*', '2018-01-13', 'commercial_only', NULL, 'UK: surcharges on consumer cards banned since 2018-01-13')
+) WHERE NOT EXISTS (SELECT 1 FROM surcharge_rules);
+
 
 -- == Tokens and customer vault ===============================================================
 
+-- Temp tokens live in the TOKENS KV namespace (sealed, 15-minute TTL), not here.
+-- Customer ids are the merchant's own (or generated): unique per merchant, not globally.
+CREATE TABLE IF NOT EXISTS vault_customers (
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  id TEXT NOT NULL,
+  description TEXT,
+  email TEXT,
+  surcharge_exempt INTEGER NOT NULL DEFAULT 0,
+  default_payment_method_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, id)
+);
+
+-- One row per card or bank account. `sealed_number` is the card number or ACH account number
+-- sealed with card-crypto (associated data = merchant id); every other column is safe to show:
+-- `masked` keeps first 6 + last 4 of a card, last 4 of an account. No CVC column, by design.
+CREATE TABLE IF NOT EXISTS vault_payment_methods (
+  merchant_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  type TEXT NOT NULL CHECK (type IN ('card', 'ach')),
+  sealed_number TEXT NOT NULL,
+  masked TEXT NOT NULL,
+  expiration TEXT,
+  routing_number TEXT,
+  account_type TEXT CHECK (account_type IS NULL OR account_type IN ('checking', 'savings')),
+  sec_code TEXT CHECK (sec_code IS NULL OR sec_code IN ('WEB', 'CCD', 'PPD')),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, id),
+  FOREIGN KEY (merchant_id, customer_id) REFERENCES vault_customers(merchant_id, id)
+);
+CREATE INDEX IF NOT EXISTS vault_payment_methods_customer ON vault_payment_methods(merchant_id, customer_id, created_at);
+
 
 -- == Transactions and processors =============================================================
+
+-- A merchant's processors; exactly one is the default. A merchant without any gets the built-in
+-- sandbox processor "sandbox_<merchant id>" on first use (src/services/processors/registry.ts).
+CREATE TABLE IF NOT EXISTS processors (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  type TEXT NOT NULL CHECK (type IN ('sandbox')),
+  name TEXT NOT NULL,
+  is_default INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS processors_merchant ON processors(merchant_id);
+CREATE UNIQUE INDEX IF NOT EXISTS processors_one_default ON processors(merchant_id) WHERE is_default = 1;
+
+-- One row per processed transaction: the result CSV's columns plus what the CSV cannot show.
+-- masked_account keeps the first 6 (or 8) and last 4 digits; no full card number, no CVC.
+CREATE TABLE IF NOT EXISTS transactions (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  idempotency_key TEXT NOT NULL,
+  -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request: a replay with another body is refused.
+  request_hash TEXT NOT NULL,
+  batch_id TEXT,
+  line INTEGER,
+  user_name TEXT,
+  type TEXT NOT NULL,
+  transaction_source TEXT NOT NULL,
+  ip_address TEXT,
+  amount INTEGER NOT NULL,
+  amount_authorized INTEGER NOT NULL,
+  amount_captured INTEGER NOT NULL,
+  amount_settled INTEGER NOT NULL,
+  tip INTEGER NOT NULL,
+  service_fee INTEGER NOT NULL,
+  tax_amount INTEGER NOT NULL,
+  tax_exempt INTEGER NOT NULL,
+  shipping_amount INTEGER NOT NULL,
+  po_number TEXT,
+  order_id TEXT,
+  settlement_batch_id TEXT,
+  referenced_transaction_id TEXT,
+  payment_method TEXT NOT NULL,
+  payment_type TEXT NOT NULL,
+  response TEXT NOT NULL,
+  response_code INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  processor_type TEXT,
+  processor_id TEXT,
+  processor_name TEXT,
+  subscription_id TEXT,
+  currency_iso_code TEXT NOT NULL,
+  customer_id TEXT,
+  email_address TEXT,
+  billing_first_name TEXT,
+  billing_last_name TEXT,
+  billing_company TEXT,
+  billing_address_line_1 TEXT,
+  billing_address_line_2 TEXT,
+  billing_city TEXT,
+  billing_state TEXT,
+  billing_postal_code TEXT,
+  billing_country TEXT,
+  billing_email TEXT,
+  billing_phone TEXT,
+  billing_fax TEXT,
+  shipping_first_name TEXT,
+  shipping_last_name TEXT,
+  shipping_company TEXT,
+  shipping_address_line_1 TEXT,
+  shipping_address_line_2 TEXT,
+  shipping_city TEXT,
+  shipping_state TEXT,
+  shipping_postal_code TEXT,
+  shipping_country TEXT,
+  shipping_email TEXT,
+  shipping_phone TEXT,
+  shipping_fax TEXT,
+  created_at TEXT NOT NULL,
+  captured_at TEXT,
+  settled_at TEXT,
+  card_type TEXT,
+  entry_type TEXT,
+  masked_account TEXT,
+  expiration TEXT,
+  auth_code TEXT,
+  processor_response_code TEXT,
+  processor_response_text TEXT,
+  sec_code TEXT,
+  account_type TEXT,
+  avs_response_code TEXT,
+  cvv_response_code TEXT,
+  -- Request fields the result CSV has no column for.
+  base_amount INTEGER,
+  surcharge INTEGER NOT NULL,
+  discount_amount INTEGER NOT NULL,
+  surcharge_exempt INTEGER NOT NULL,
+  email_receipt INTEGER NOT NULL,
+  description TEXT,
+  card_brand TEXT,
+  UNIQUE (merchant_id, idempotency_key)
+);
+CREATE INDEX IF NOT EXISTS transactions_batch ON transactions(batch_id) WHERE batch_id IS NOT NULL;
 
 
 -- == Batches =================================================================================
