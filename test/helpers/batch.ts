@@ -10,6 +10,9 @@ import { uploadBatch } from '../../src/services/batches';
 import { authenticateKey } from '../../src/services/merchants';
 import { call } from './api';
 
+/** Tests that wait on the real queue get room for a busy machine (vitest's default is 5 s). */
+export const QUEUE_TEST_TIMEOUT = 60_000;
+
 export interface BatchRecord {
   id: string;
   user_id: string;
@@ -73,7 +76,7 @@ export async function waitForStatus(key: string, id: string, wanted: string, see
       if (record.status !== wanted) throw new Error(`batch ${id} is ${record.status}, waiting for ${wanted}`);
       return record;
     },
-    { timeout: 20_000, interval: 10 },
+    { timeout: QUEUE_TEST_TIMEOUT - 2_000, interval: 10 },
   );
 }
 
@@ -117,4 +120,12 @@ export async function deliver(queue: string, bodies: unknown[], attempts = 1): P
   const handler: ExportedHandler<Env> = worker;
   await handler.queue?.(batch, env, ctx);
   return getQueueResult(batch, ctx);
+}
+
+/** Transactions the engine recorded for a batch, and how many distinct rows (idempotency keys) they cover. */
+export async function recordedTransactions(batchId: string): Promise<{ count: number; keys: number }> {
+  const row = await env.DB.prepare('SELECT COUNT(*) AS count, COUNT(DISTINCT idempotency_key) AS keys FROM transactions WHERE batch_id = ?1')
+    .bind(batchId)
+    .first<{ count: number; keys: number }>();
+  return row ?? { count: 0, keys: 0 };
 }

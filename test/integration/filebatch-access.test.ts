@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { Env } from '../../src/env';
 import worker from '../../src/index';
 import { call, createMerchant } from '../helpers/api';
-import { CARD_HEADER, createUnqueuedBatch, csv, deliver, saleRows, status, uploadOk, waitForStatus, type BatchRecord } from '../helpers/batch';
+import { type BatchRecord, CARD_HEADER, createUnqueuedBatch, csv, deliver, QUEUE_TEST_TIMEOUT, saleRows, status, uploadOk, waitForStatus } from '../helpers/batch';
 
 const DAY = 86_400_000;
 
@@ -65,7 +65,7 @@ describe('status and download access', () => {
 });
 
 describe('listing', () => {
-  it("lists the merchant's own batches newest first, paginated with total_count", async () => {
+  it("lists the merchant's own batches newest first, paginated with total_count", { timeout: QUEUE_TEST_TIMEOUT }, async () => {
     const merchant = await createMerchant();
     const other = await createMerchant();
     const ids: string[] = [];
@@ -92,7 +92,7 @@ describe('listing', () => {
 });
 
 describe('stall watchdog', () => {
-  it('re-enqueues the chunks of a batch that made no progress, which then completes', async () => {
+  it('re-enqueues the chunks of a batch that made no progress, which then completes', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
     const merchant = await createMerchant();
     // Created but its messages never sent: as if the enqueue after the answer was lost.
     const { id } = await createUnqueuedBatch(merchant.secretKey, csv(CARD_HEADER, saleRows(1100)));

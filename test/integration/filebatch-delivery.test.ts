@@ -6,7 +6,7 @@ import { retryDelaySeconds } from '../../src/queues/chunk-consumer';
 import { processTransactions } from '../../src/services/transactions';
 import { authenticateKey } from '../../src/services/merchants';
 import { call, createMerchant } from '../helpers/api';
-import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
+import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, recordedTransactions, saleRows, status } from '../helpers/batch';
 
 const CHUNKS = 'binbatch-chunks';
 const DEAD_LETTERS = 'binbatch-chunks-dlq';
@@ -46,7 +46,7 @@ describe('chunk consumer', () => {
       ['refund', '100', '4111111111111111', '12/30', 'badtype'],
       ['sale', '', '4111111111111111', '12/30', 'noamount'],
       ['authorize', '12.50', '4111111111111111', '12/30', 'decimal'],
-      ['credit', '300', '4111111111111111', '12/30', 'ok2'],
+      ['credit', '300', '4111111111111111', '12/30', 'gwdecline'], // the sandbox declines an amount of 300
     ]);
     const { id, messages } = await createUnqueuedBatch(merchant.secretKey, text);
     const result = await deliver(CHUNKS, messages);
@@ -55,13 +55,16 @@ describe('chunk consumer', () => {
 
     expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'completed', num_lines: 5, processed_lines: 5 });
     const { rows } = await download(merchant.secretKey, id);
-    expect(rows.map((r) => r.response)).toEqual(['approved', 'error', 'error', 'error', 'approved']);
+    expect(rows.map((r) => r.response)).toEqual(['approved', 'error', 'error', 'error', 'declined']);
+    expect(rows.map((r) => r.response_code)).toEqual(['100', '400', '400', '400', '300']);
     // Each error line names the field at fault.
     expect(rows[1]?.processor_response_text).toContain('transaction_type');
     expect(rows[2]?.processor_response_text).toContain('amount');
     expect(rows[3]?.processor_response_text).toContain('amount');
     expect(rows.map((r) => r.idempotency_key)).toEqual([2, 3, 4, 5, 6].map((line) => `${id}:${line}`));
     expect(rows.every((r) => r.ip_address === '203.0.113.7' && r.transaction_source === 'batch')).toBe(true);
+    // Refused rows are not transactions; the approved and the declined one are.
+    expect(await recordedTransactions(id)).toEqual({ count: 2, keys: 2 });
   });
 
   it('counts a chunk once when the same message is delivered twice', async () => {
@@ -83,6 +86,9 @@ describe('chunk consumer', () => {
     const { rows } = await download(merchant.secretKey, id);
     expect(rows).toHaveLength(1200);
     expect(new Set(rows.map((r) => r.idempotency_key)).size).toBe(1200);
+    // One transaction per row in the engine's table, however many times chunks ran.
+    expect(await recordedTransactions(id)).toEqual({ count: 1200, keys: 1200 });
+    expect(new Set(rows.map((r) => r.id)).size).toBe(1200);
   });
 
   it('retries with backoff when a chunk fails midway, and the retry completes it with exact counts', async () => {
@@ -97,7 +103,8 @@ describe('chunk consumer', () => {
       idempotencyKey: `${id}:${i + 2}`,
       line: i + 2,
     }));
-    await processTransactions(env, caller, firstRows, { source: 'batch', ipAddress: '203.0.113.7', batchId: id }, systemClock);
+    const crashed = await processTransactions(env, caller, firstRows, { source: 'batch', ipAddress: '203.0.113.7', batchId: id }, systemClock);
+    expect(await recordedTransactions(id)).toEqual({ count: 4, keys: 4 });
 
     // The next attempt runs every row and writes the result part, then fails to record the chunk:
     // the batch's object cannot read its state (its table is moved away for this attempt).
@@ -118,6 +125,10 @@ describe('chunk consumer', () => {
     expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'completed', processed_lines: 10 });
     const { rows } = await download(merchant.secretKey, id);
     expect(rows.map((r) => r.idempotency_key)).toEqual(Array.from({ length: 10 }, (_, i) => `${id}:${i + 2}`));
+    // The 4 rows of the crashed attempt were reused (same transaction ids), never charged again.
+    expect(rows.slice(0, 4).map((r) => r.id)).toEqual(crashed.map((outcome) => outcome.record?.id));
+    expect(rows.every((r) => r.response === 'approved')).toBe(true);
+    expect(await recordedTransactions(id)).toEqual({ count: 10, keys: 10 });
   });
 
   it('acks and drops a malformed message instead of retrying it forever', async () => {

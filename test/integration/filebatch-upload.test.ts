@@ -4,7 +4,7 @@ import { authenticateKey } from '../../src/services/merchants';
 import { uploadBatch } from '../../src/services/batches';
 import { systemClock } from '../../src/lib/time';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
-import { CARD_HEADER, createUnqueuedBatch, csv, parseResult, saleRows, uploadMultipart, uploadRaw, waitForStatus } from '../helpers/batch';
+import { CARD_HEADER, createUnqueuedBatch, csv, parseResult, QUEUE_TEST_TIMEOUT, saleRows, uploadMultipart, uploadRaw, waitForStatus } from '../helpers/batch';
 
 interface Envelope {
   status: string;
@@ -120,7 +120,7 @@ describe('upload: accepted forms', () => {
     expect(messages.reduce((sum, m) => sum + m.length, 0)).toBe(text.length - text.indexOf('\n') - 1);
   });
 
-  it('accepts the raw CSV as the body (text/csv) with ?file_name=, and runs it to completion', async () => {
+  it('accepts the raw CSV as the body (text/csv) with ?file_name=, and runs it to completion', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
     const merchant = await createMerchant();
     const response = await uploadRaw(merchant.secretKey, csv(CARD_HEADER, saleRows(3)), 'from-erp.csv');
     expect(response.status).toBe(200);
@@ -141,7 +141,7 @@ describe('upload: accepted forms', () => {
     expect((await response.json<Envelope>()).msg).toBe('file_name: a text/csv upload names its file with ?file_name=');
   });
 
-  it('accepts a file with a UTF-8 BOM and \\r\\n line ends, and maps each column by its header', async () => {
+  it('accepts a file with a UTF-8 BOM and \\r\\n line ends, and maps each column by its header', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
     const merchant = await createMerchant();
     // Columns in another order than usual, a BOM, Windows line ends.
     const text = '\uFEFF' + csv(['amount', 'order_id', 'cc_number', 'cc_expiration', 'transaction_type'], [

@@ -2,12 +2,12 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { RESULT_COLUMNS } from '../../src/schemas/transaction';
 import { call, createMerchant } from '../helpers/api';
-import { CARD_HEADER, csv, parseResult, saleRows, status, uploadMultipart, uploadOk, uploadRaw, waitForStatus } from '../helpers/batch';
+import { CARD_HEADER, csv, parseResult, QUEUE_TEST_TIMEOUT, recordedTransactions, saleRows, status, uploadMultipart, uploadOk, uploadRaw, waitForStatus } from '../helpers/batch';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('batch file: upload → queued → processing → completed → download', () => {
-  it('processes every row through the real queue and object, and streams the results in input order', async () => {
+  it('processes every row through the real queue and object, and streams the results in input order', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
     const merchant = await createMerchant({ name: 'Acme Batch Co' });
     // 1,234 rows with 500 per chunk: three chunks, the last one partial.
     const rows = saleRows(1234);
@@ -58,6 +58,9 @@ describe('batch file: upload → queued → processing → completed → downloa
       expect(row.user_name).toBe('Acme Batch Co');
       expect(row.response).toBe('approved');
     }
+    expect(await recordedTransactions(id)).toEqual({ count: 1234, keys: 1234 });
+    expect(new Set(result.rows.map((r) => r.id)).size).toBe(1234);
+    expect(result.rows[0]?.masked_account).toBe('411111******1111');
     // No full card number in the results.
     expect(text).not.toContain('4111111111111111');
   });
