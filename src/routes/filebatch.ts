@@ -7,7 +7,7 @@ import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
 import { validate } from '../middleware/validate';
 import { batchIdParamSchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
-import { batchLimits, enqueueBatch, getBatch, listBatches, openDownload, uploadBatch, type UploadSource } from '../services/batches';
+import { batchLimits, enqueueBatch, getBatch, listBatches, openDownload, uploadBatch, type UploadOutcome, type UploadSource } from '../services/batches';
 
 export const filebatch = new Hono<AppEnv>();
 
@@ -37,13 +37,9 @@ filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
     source = await fileSource(reader);
   }
 
+  let outcome: UploadOutcome;
   try {
-    const clock = systemClock;
-    const outcome = await uploadBatch(c.env, c.get('caller'), source, c.req.header('CF-Connecting-IP') ?? null, clock);
-    if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
-    // Queueing happens after the answer; the stall watchdog re-sends chunks if this is lost.
-    c.executionCtx.waitUntil(enqueueBatch(c.env, outcome.batch.id, outcome.messages));
-    return c.json(success(outcome.batch), 200);
+    outcome = await uploadBatch(c.env, c.get('caller'), source, c.req.header('CF-Connecting-IP') ?? null, systemClock);
   } catch (err) {
     if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
     throw err;
@@ -51,6 +47,10 @@ filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
     // Whatever was not read of the request (a rejected file, parts after "file") is dropped.
     await reader?.cancel().catch(() => undefined);
   }
+  if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
+  // Queueing happens after the answer; the stall watchdog re-sends chunks if this is lost.
+  c.executionCtx.waitUntil(enqueueBatch(c.env, outcome.batch.id, outcome.messages));
+  return c.json(success(outcome.batch), 200);
 });
 
 filebatch.get('/', validate('query', listQuerySchema), async (c) => {
