@@ -12,10 +12,16 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env)
     }
     const { batchId, chunk, firstLine } = parsed.data;
     const reason = `chunk ${chunk} (from line ${firstLine}) could not be processed after repeated attempts`;
-    const result = await env.BATCH_PROGRESS.getByName(batchId).fail(reason);
-    if (result === null) {
-      console.warn(JSON.stringify({ level: 'warn', event: 'dead_letter_unknown_batch', batch_id: batchId, chunk }));
+    try {
+      const result = await env.BATCH_PROGRESS.getByName(batchId).fail(reason);
+      if (result === null) {
+        console.warn(JSON.stringify({ level: 'warn', event: 'dead_letter_unknown_batch', batch_id: batchId, chunk }));
+      }
+      message.ack();
+    } catch (err) {
+      // The object or D1 is unreachable: try again later (this queue has its own retries).
+      console.error(JSON.stringify({ level: 'error', event: 'dead_letter_failed', batch_id: batchId, chunk, error: err instanceof Error ? err.name : 'unknown' }));
+      message.retry({ delaySeconds: 30 });
     }
-    message.ack();
   }
 }

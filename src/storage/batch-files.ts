@@ -17,14 +17,15 @@ export function resultPartKey(batchId: string, chunk: number): string {
 }
 
 /**
- * Writes a stream of unknown length to R2 with bounded memory: bytes are gathered into one 5 MiB
- * part buffer; a file that fits in it is one `put`, a larger one becomes a multipart upload
+ * Writes a stream of unknown length to R2 with bounded memory: bytes are gathered into one part
+ * buffer (at most 5 MiB); a file that fits in it is one `put`, a larger one becomes a multipart upload
  * (`put` of a stream would need the length up front, which a multipart form does not give).
  */
 export class R2UploadWriter {
   readonly #bucket: R2Bucket;
   readonly #key: string;
-  #buffer = new Uint8Array(UPLOAD_PART_BYTES);
+  /** Grows by doubling up to one part, so a small file never costs a 5 MiB allocation. */
+  #buffer = new Uint8Array(64 * 1024);
   #filled = 0;
   #upload: R2MultipartUpload | null = null;
   #parts: R2UploadedPart[] = [];
@@ -38,6 +39,7 @@ export class R2UploadWriter {
     let from = 0;
     while (from < bytes.length) {
       const take = Math.min(bytes.length - from, UPLOAD_PART_BYTES - this.#filled);
+      if (this.#filled + take > this.#buffer.length) this.#grow(this.#filled + take);
       this.#buffer.set(bytes.subarray(from, from + take), this.#filled);
       this.#filled += take;
       from += take;
@@ -58,6 +60,14 @@ export class R2UploadWriter {
   /** Drops everything written so far: nothing of the file stays in R2. */
   async abort(): Promise<void> {
     if (this.#upload !== null) await this.#upload.abort();
+  }
+
+  #grow(needed: number): void {
+    let size = this.#buffer.length;
+    while (size < needed) size *= 2;
+    const bigger = new Uint8Array(Math.min(size, UPLOAD_PART_BYTES));
+    bigger.set(this.#buffer.subarray(0, this.#filled));
+    this.#buffer = bigger;
   }
 
   async #flushPart(): Promise<void> {
