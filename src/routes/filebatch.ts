@@ -18,24 +18,7 @@ filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
   // Refuse a body that announces itself too large before reading it (a multipart wrapper adds a little).
   const announced = Number(c.req.header('Content-Length') ?? '0');
   if (announced > maxBytes + 64 * 1024) throw new AppError('payload_too_large', `the file exceeds the limit of ${maxBytes} bytes`);
-  const body = c.req.raw.body;
-  if (body === null) throw new AppError('bad_request', 'the file is empty');
-
-  const contentType = c.req.header('Content-Type') ?? '';
-  let source: UploadSource;
-  let reader: MultipartReader | null = null;
-  if (/^text\/csv\b/i.test(contentType)) {
-    const fileName = c.req.valid('query').file_name;
-    if (fileName === undefined) throw new AppError('bad_request', 'file_name: a text/csv upload names its file with ?file_name=');
-    source = { fileName: cleanFileName(fileName), bytes: body };
-  } else {
-    const boundary = multipartBoundary(contentType);
-    if (boundary === null) {
-      throw new AppError('bad_request', 'Content-Type must be multipart/form-data (a part named "file") or text/csv');
-    }
-    reader = new MultipartReader(body, boundary);
-    source = await fileSource(reader);
-  }
+  const { source, reader } = await openUpload(c.req.raw, c.req.valid('query').file_name);
 
   let outcome: UploadOutcome;
   try {
@@ -83,6 +66,26 @@ filebatch.get('/:id/download', validate('param', batchIdParamSchema), async (c) 
     'Content-Disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
   });
 });
+
+/** The uploaded file: the raw body (text/csv), or the form's part named "file" (multipart). */
+async function openUpload(
+  request: Request,
+  queryFileName: string | undefined,
+): Promise<{ source: UploadSource; reader: MultipartReader | null }> {
+  const body = request.body;
+  if (body === null) throw new AppError('bad_request', 'the file is empty');
+  const contentType = request.headers.get('Content-Type') ?? '';
+  if (/^text\/csv\b/i.test(contentType)) {
+    if (queryFileName === undefined) throw new AppError('bad_request', 'file_name: a text/csv upload names its file with ?file_name=');
+    return { source: { fileName: cleanFileName(queryFileName), bytes: body }, reader: null };
+  }
+  const boundary = multipartBoundary(contentType);
+  if (boundary === null) {
+    throw new AppError('bad_request', 'Content-Type must be multipart/form-data (a part named "file") or text/csv');
+  }
+  const reader = new MultipartReader(body, boundary);
+  return { source: await fileSource(reader), reader };
+}
 
 /** Advances the form to its part named "file"; other parts before it are skipped. */
 async function fileSource(reader: MultipartReader): Promise<UploadSource> {
