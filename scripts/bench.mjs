@@ -7,7 +7,7 @@
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files, for development
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
-//            --profile (CPU profiles of a warm lookup and a 10k-row batch)  --scenario <names, comma-separated>
+//            --profile (CPU profiles of a warm lookup and a 10k-row batch)  --scenario "<name>;<name>"
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -80,6 +80,22 @@ Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
 const foreignWorkerd = foreignWorkerdCount(server.workerdPids());
 if (foreignWorkerd > 0) log(`note: ${foreignWorkerd} other workerd processes are running on this machine; figures will be noisier`);
 const rss = new RssSampler(() => server.workerdPids()).start();
+// workerd processes that vanish mid-run (a crash, or something else on the machine ending them)
+// are logged with the time, so a failed scenario can be told from a slow one.
+const runtimeEvents = [];
+let knownPids = new Set(server.workerdPids());
+const pidWatch = setInterval(() => {
+  const now = new Set(server.workerdPids());
+  const gone = [...knownPids].filter((pid) => !now.has(pid));
+  const added = [...now].filter((pid) => !knownPids.has(pid));
+  if (gone.length > 0 || added.length > 0) {
+    const event = `${new Date().toISOString()}: workerd ${gone.length ? `pids ${gone.join(', ')} ended` : ''}${gone.length && added.length ? '; ' : ''}${added.length ? `pids ${added.join(', ')} started` : ''}`;
+    runtimeEvents.push(event);
+    log(event);
+  }
+  knownPids = now;
+}, 500);
+pidWatch.unref();
 ctx.rss = rss;
 log(`server at ${server.url} (workerd pids ${server.workerdPids().join(', ')}, RSS ${rss.currentMb()?.toFixed(0)} MB)`);
 
@@ -92,8 +108,8 @@ const scenarios = [
   { ...baselineScenarios[0], name: 'healthz (again, at the end)' },
 ]
   .filter((s) => (settings.groups.has(s.group) || s.needed?.(settings.groups)) && s.enabled?.(settings) !== false)
-  // --scenario "lookup warm,lookup cold": only these (plus what they need: the baseline, the import).
-  .filter((s) => !values.scenario || s.group === 'baseline' || s.needed?.(settings.groups) || values.scenario.split(',').includes(s.name));
+  // --scenario "lookup warm;lookup cold": only these (plus what they need: the baseline, the import).
+  .filter((s) => !values.scenario || s.group === 'baseline' || s.needed?.(settings.groups) || values.scenario.split(';').map((n) => n.trim()).includes(s.name));
 
 let failed = false;
 let profileResults;
@@ -120,6 +136,7 @@ try {
     }
   }
 } finally {
+  clearInterval(pidWatch);
   rss.stop();
   log('stopping the server...');
   await server.stop();
@@ -202,6 +219,7 @@ const results = {
   machine: { ...machineInfo(root, settings.tool), loadAverage1mAtStart: loadAtStart, foreignWorkerdAtStart: foreignWorkerd },
   settings: { ...settings, groups: [...settings.groups] },
   rows,
+  ...(runtimeEvents.length > 0 ? { runtimeEvents } : {}),
   ...(profileResults ? { profiles: profileResults } : {}),
 };
 printTable(results);

@@ -44,7 +44,9 @@ export function generateBatchCsv(rows, { bins, customers, seed = 1 }) {
     if (kind < 0.65) {
       row.cc_number = cardNumber(pick(bins), next);
       row.cc_expiration = '12/30';
-      row.cc_cvc = String(100 + Math.floor(next() * 900));
+      // American Express (34/37) has a 4-digit CVC, every other brand 3.
+      const amex = /^3[47]/.test(row.cc_number);
+      row.cc_cvc = String(amex ? 1000 + Math.floor(next() * 9000) : 100 + Math.floor(next() * 900));
     } else if (kind < 0.85) {
       // ACH has no authorization hold (the engine refuses an ACH authorize): sales and credits only.
       if (row.transaction_type === 'authorize') row.transaction_type = 'sale';
@@ -100,6 +102,8 @@ async function download(ctx, id) {
   let bytes = 0;
   let lines = 0;
   let responseColumn = -1;
+  let textColumn = -1;
+  const errorTexts = {};
   let carry = '';
   const tally = {};
   const decoder = new TextDecoder();
@@ -112,12 +116,22 @@ async function download(ctx, id) {
       lines += 1;
       // Result fields hold no quotes or commas of their own in the columns read here; split is enough.
       const cells = line.split(',').map((c) => c.replace(/^"|"$/g, ''));
-      if (responseColumn < 0) responseColumn = cells.indexOf('response');
-      else tally[cells[responseColumn] ?? '?'] = (tally[cells[responseColumn] ?? '?'] ?? 0) + 1;
+      if (responseColumn < 0) {
+        responseColumn = cells.indexOf('response');
+        textColumn = cells.indexOf('processor_response_text');
+        continue;
+      }
+      const response = cells[responseColumn] ?? '?';
+      tally[response] = (tally[response] ?? 0) + 1;
+      if (response !== 'approved') {
+        // Which fields were refused (validation texts name them), without any value.
+        const reason = (cells[textColumn] ?? '').split(';').map((part) => part.split(':')[0].trim()).join('; ');
+        errorTexts[reason] = (errorTexts[reason] ?? 0) + 1;
+      }
     }
   }
   if (carry) lines += 1;
-  return { seconds: (performance.now() - started) / 1000, bytes, lines, tally };
+  return { seconds: (performance.now() - started) / 1000, bytes, lines, tally, errorTexts };
 }
 
 async function runFile(ctx, rows, bins, customers) {
@@ -161,7 +175,7 @@ async function runFile(ctx, rows, bins, customers) {
     { scenario: `${label}: upload → completed`, unit: 'rows/s', rate: rows / completedSeconds, seconds: completedSeconds, ...shared,
       note: `processed_lines ${record.processed_lines} of num_lines ${record.num_lines}` },
     { scenario: `${label}: download`, unit: 'MB/s', rate: result.bytes / 1e6 / result.seconds, seconds: result.seconds,
-      megabytes: result.bytes / 1e6, resultLines: result.lines, tally: result.tally, ...shared,
+      megabytes: result.bytes / 1e6, resultLines: result.lines, tally: result.tally, notApprovedBy: result.errorTexts, ...shared,
       note: `${(result.bytes / 1e6).toFixed(1)} MB, ${result.lines - 1} result rows${resultOk ? '' : ' (≠ num_lines!)'}: ${tally}` },
   ];
 }
