@@ -75,7 +75,7 @@ const rows = [];
 const ctx = { root, settings, log, rows, data: {} };
 
 log('starting wrangler dev on a fresh local state...');
-const server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
+let server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
 Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
 const foreignWorkerd = foreignWorkerdCount(server.workerdPids());
 if (foreignWorkerd > 0) log(`note: ${foreignWorkerd} other workerd processes are running on this machine; figures will be noisier`);
@@ -111,28 +111,63 @@ const scenarios = [
   // --scenario "lookup warm;lookup cold": only these (plus what they need: the baseline, the import).
   .filter((s) => !values.scenario || s.group === 'baseline' || s.needed?.(settings.groups) || values.scenario.split(';').map((n) => n.trim()).includes(s.name));
 
+/** Whether the server still answers GET /healthz within 5 s. */
+async function healthy() {
+  try {
+    const response = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(5_000) });
+    await response.arrayBuffer();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A server that stopped answering (it happened on the shared machine this was built on: the
+ * workerd processes vanished mid-run) is replaced by a fresh one, with the BIN data imported again.
+ */
+async function replaceServer() {
+  const events = runtimeEvents.length ? ` (${runtimeEvents.at(-1)})` : '';
+  log(`the server stopped answering${events}; starting a fresh one...`);
+  await server.stop().catch(() => {});
+  server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
+  Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
+  knownPids = new Set(server.workerdPids());
+  ctx.data.batchCustomers = undefined;
+  if (settings.groups.has('lookup') || settings.groups.has('batch') || settings.groups.has('import')) {
+    const bins = ctx.data.bins;
+    await importScenarios[0].run(ctx);
+    ctx.data.bins = bins ?? ctx.data.bins;
+  }
+  runtimeEvents.push(`${new Date().toISOString()}: server replaced by a fresh one (${server.url})`);
+}
+
 let failed = false;
 let profileResults;
 try {
   for (const scenario of scenarios) {
     const report = settings.groups.has(scenario.group);
     log(`${report ? 'scenario' : 'preparing'}: ${scenario.name}`);
-    try {
-      const produced = await scenario.run(ctx);
-      if (report) for (const row of produced ?? []) rows.push({ group: scenario.group, ...row });
-    } catch (error) {
-      const skipped = error instanceof EndpointMissing;
-      if (!skipped) {
-        failed = true;
-        console.error(error);
-      }
-      log(`${scenario.name}: ${error.message}`);
-      if (server.exited()) {
-        log(`the server is gone: ${server.exited()}`);
-        rows.push({ group: scenario.group, scenario: scenario.name, skipped: `failed: ${server.exited()}` });
+    for (let attempt = 1; attempt <= 2; attempt += 1) {
+      try {
+        const produced = await scenario.run(ctx);
+        const retried = attempt > 1 ? { retried: 'run again on a fresh server: the first one stopped answering' } : {};
+        if (report) for (const row of produced ?? []) rows.push({ group: scenario.group, ...row, ...retried });
+        break;
+      } catch (error) {
+        const skipped = error instanceof EndpointMissing;
+        log(`${scenario.name}: ${error.message}`);
+        if (!skipped && attempt === 1 && !(await healthy())) {
+          await replaceServer();
+          continue;
+        }
+        if (!skipped) {
+          failed = true;
+          console.error(error);
+        }
+        if (report) rows.push({ group: scenario.group, scenario: scenario.name, skipped: skipped ? error.message : `failed: ${error.message}` });
         break;
       }
-      if (report) rows.push({ group: scenario.group, scenario: scenario.name, skipped: skipped ? error.message : `failed: ${error.message}` });
     }
   }
 } finally {

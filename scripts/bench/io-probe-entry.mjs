@@ -40,7 +40,10 @@ function timed(name, fn) {
 // D1: statements are wrapped so first/all/run/raw are timed; batch() gets the real statements back.
 const realStatement = new WeakMap();
 function wrapStatement(statement, sql) {
-  const kind = sql.trimStart().split(/\s+/, 1)[0].toUpperCase();
+  // "D1 SELECT vault_customers": the statement's verb and its first table.
+  const verb = sql.trimStart().split(/\s+/, 1)[0].toUpperCase();
+  const table = /\b(?:FROM|INTO|UPDATE)\s+([A-Za-z_]+)/i.exec(sql)?.[1] ?? '';
+  const kind = `${verb} ${table}`.trim();
   const proxy = new Proxy(statement, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
@@ -100,7 +103,7 @@ function wrapStub(stub, label) {
     get(target, prop) {
       const value = Reflect.get(target, prop);
       if (typeof prop !== 'string' || typeof value !== 'function') return value;
-      return (...args) => timed(`${label} ${prop}`, () => value.apply(target, args));
+      return (...args) => timed(`${label} ${prop}`, () => Reflect.apply(value, target, args));
     },
   });
 }

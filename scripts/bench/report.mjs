@@ -66,8 +66,13 @@ export function tableLines(results) {
         ? `${fixed(row.ratioToBaseline, 2)}×, p99 ${fixed(row.p99Ratio, 2)}×`
         : '';
     const time = row.seconds != null && row.unit !== 'req/s' ? `${fixed(row.seconds, 2)} s` : '';
-    const rss = row.peakRssMb != null ? `${int(row.peakRssMb)} MB` : '';
-    return [row.scenario, rate, ms(row.p50Ms), ms(row.p99Ms), ratio, time, rss, row.note ?? ''];
+    // For a batch file: the peak, and how far it rose above the RSS at the file's start.
+    const rss =
+      row.peakRssMb == null ? ''
+      : row.rssBeforeMb != null ? `${int(row.peakRssMb)} MB (+${int(row.peakRssMb - row.rssBeforeMb)})`
+      : `${int(row.peakRssMb)} MB`;
+    const note = `${row.note ?? ''}${row.retried ? ' [run again on a fresh server: the first stopped answering]' : ''}`;
+    return [row.scenario, rate, ms(row.p50Ms), ms(row.p99Ms), ratio, time, rss, note];
   });
 }
 
