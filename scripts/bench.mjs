@@ -7,7 +7,7 @@
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files, for development
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
-//            --profile (CPU profiles of a warm lookup and a 10k-row batch)  --scenario "<name>;<name>"
+//            --profile (CPU profiles and binding-call counts of a warm lookup and a 100k-row batch)  --scenario "<name>;<name>"
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -181,7 +181,7 @@ if (settings.profile) profileResults = await profiles(ctx);
 /**
  * --profile: after the measured run, a second fresh server whose entry is the I/O probe
  * (scripts/bench/io-probe-entry.mjs: the same service, every binding call counted and timed) runs
- * a warm lookup load and a 10,000-row batch under the CPU profiler. Neither the probe nor the
+ * a warm lookup load and a 100,000-row batch (10,000 with --quick) under the CPU profiler. Neither the probe nor the
  * profiler ever touches the reported figures.
  */
 async function profiles(ctx) {
@@ -207,9 +207,12 @@ async function profiles(ctx) {
     if (settings.groups.has('batch')) {
       await runBatchFile(pctx, 1_000); // creates the vault customers; its figures are not kept
       await resetIo();
-      log('profiling: batch of 10,000 rows...');
-      const profile = await profileWork(pctx, 'batch-10k', () => runBatchFile(pctx, 10_000));
-      out['batch 10,000 rows'] = { ...profile, io: perUnit(await io(), 10_000, 'row') };
+      // The largest file gives the most samples (workerd's profiler samples every few ms).
+      const rows = settings.quick ? 10_000 : 100_000;
+      const label = `batch ${rows.toLocaleString('en-US')} rows`;
+      log(`profiling: ${label}...`);
+      const profile = await profileWork(pctx, `batch-${rows / 1000}k`, () => runBatchFile(pctx, rows));
+      out[label] = { ...profile, io: perUnit(await io(), rows, 'row') };
     }
   } catch (error) {
     log(`profiling failed: ${error.message}`);

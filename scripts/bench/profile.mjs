@@ -6,8 +6,8 @@
 import { writeFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** Connects to the inspector at `port`; returns { start(), stop() → profile, close() }. */
-export async function connectProfiler(port) {
+/** A DevTools-protocol session with the Worker's isolate through wrangler's inspector at `port`. */
+export async function connectInspector(port) {
   const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
   const target = targets.find((t) => t.webSocketDebuggerUrl);
   if (!target) throw new Error('no inspector target');
@@ -33,14 +33,66 @@ export async function connectProfiler(port) {
       pending.set(id, { resolve, reject });
       ws.send(JSON.stringify({ id, method, params }));
     });
+  return { send, close: () => ws.close() };
+}
+
+/** The CPU profiler over an inspector session: { start(), stop() → profile, close() }. */
+export async function connectProfiler(port) {
+  const { send, close } = await connectInspector(port);
   await send('Profiler.enable');
-  // 1 ms sampling: fine enough for per-row stages, cheap enough not to distort them much.
+  // 1 ms sampling asked; workerd's coarse clock makes the real interval a few ms.
   await send('Profiler.setSamplingInterval', { interval: 1000 });
   return {
     start: () => send('Profiler.start'),
     stop: async () => (await send('Profiler.stop')).profile,
-    close: () => ws.close(),
+    close,
   };
+}
+
+/**
+ * The isolate's V8 heap (Runtime.getHeapUsage: used and total, no forced GC) every `intervalMs`,
+ * keeping the peak of `totalSize` (the heap V8 holds) since reset(). RSS counts all of workerd,
+ * simulators included; this is the Worker's own share.
+ */
+export class HeapSampler {
+  #session;
+  #timer;
+  #peakTotal = 0;
+  #peakUsed = 0;
+
+  static async connect(port, intervalMs = 250) {
+    const sampler = new HeapSampler();
+    sampler.#session = await connectInspector(port);
+    sampler.#timer = setInterval(() => void sampler.#tick(), intervalMs);
+    sampler.#timer.unref();
+    await sampler.#tick();
+    return sampler;
+  }
+
+  async #tick() {
+    try {
+      const { usedSize, totalSize } = await this.#session.send('Runtime.getHeapUsage');
+      this.#peakTotal = Math.max(this.#peakTotal, totalSize);
+      this.#peakUsed = Math.max(this.#peakUsed, usedSize);
+    } catch {
+      // The isolate is being replaced (reload); the next tick reads the new one.
+    }
+  }
+
+  reset() {
+    this.#peakTotal = 0;
+    this.#peakUsed = 0;
+  }
+
+  async peakMb() {
+    await this.#tick();
+    return { totalMb: this.#peakTotal / 1048576, usedMb: this.#peakUsed / 1048576 };
+  }
+
+  close() {
+    clearInterval(this.#timer);
+    this.#session.close();
+  }
 }
 
 /**

@@ -4,6 +4,7 @@
 // of the workerd processes from the upload's start to the download's end.
 import { callJson, mapLimit, requireRoute, SECRET_KEY } from '../http.mjs';
 import { cardNumber, random } from '../dataset.mjs';
+import { HeapSampler } from '../profile.mjs';
 
 const COLUMNS = [
   'transaction_type', 'amount', 'cc_number', 'cc_expiration', 'cc_cvc',
@@ -141,6 +142,8 @@ async function runFile(ctx, rows, bins, customers) {
   form.append('file', new Blob([text], { type: 'text/csv' }), `bench-${rows}.csv`);
   ctx.rss.reset();
   const rssBefore = ctx.rss.currentMb();
+  // The isolate's own heap, beside workerd's RSS (which also holds the D1/R2/queue simulators).
+  const heap = await HeapSampler.connect(ctx.server.inspectorPort).catch(() => null);
 
   const started = performance.now();
   const upload = await fetch(`${ctx.url}/api/filebatch`, { method: 'POST', headers: { authorization: SECRET_KEY }, body: form });
@@ -164,16 +167,22 @@ async function runFile(ctx, rows, bins, customers) {
   if (record.status !== 'completed') throw new Error(`batch of ${rows} rows ended ${record.status}: ${JSON.stringify(record)}`);
   const result = await download(ctx, id);
   const peak = ctx.rss.peakMb();
+  const heapPeak = heap ? await heap.peakMb() : null;
+  heap?.close();
   const label = `batch ${rows.toLocaleString('en-US')} rows`;
   const mb = bytes / 1e6;
   const resultOk = result.lines === record.num_lines + 1;
   const tally = Object.entries(result.tally).map(([k, v]) => `${k} ${v}`).join(', ');
-  const shared = { rows, batchId: id, numLines: record.num_lines, peakRssMb: peak, rssBeforeMb: rssBefore };
+  const shared = {
+    rows, batchId: id, numLines: record.num_lines, peakRssMb: peak, rssBeforeMb: rssBefore,
+    peakHeapTotalMb: heapPeak?.totalMb ?? null, peakHeapUsedMb: heapPeak?.usedMb ?? null,
+  };
   return [
     { scenario: `${label}: upload`, unit: 'MB/s', rate: mb / uploadSeconds, seconds: uploadSeconds, megabytes: mb, ...shared,
       note: `${mb.toFixed(1)} MB multipart, ${invalid} invalid rows` },
     { scenario: `${label}: upload → completed`, unit: 'rows/s', rate: rows / completedSeconds, seconds: completedSeconds, ...shared,
-      note: `processed_lines ${record.processed_lines} of num_lines ${record.num_lines}` },
+      note: `processed_lines ${record.processed_lines} of num_lines ${record.num_lines}` +
+        (heapPeak ? `; isolate heap peak ${heapPeak.totalMb.toFixed(0)} MB (used ${heapPeak.usedMb.toFixed(0)} MB)` : '') },
     { scenario: `${label}: download`, unit: 'MB/s', rate: result.bytes / 1e6 / result.seconds, seconds: result.seconds,
       megabytes: result.bytes / 1e6, resultLines: result.lines, tally: result.tally, notApprovedBy: result.errorTexts, ...shared,
       note: `${(result.bytes / 1e6).toFixed(1)} MB, ${result.lines - 1} result rows${resultOk ? '' : ' (≠ num_lines!)'}: ${tally}` },
