@@ -121,8 +121,8 @@ export async function scanR2(bucket: R2Bucket, secrets: Secrets): Promise<Findin
 }
 
 /** Every SQLite table and every KV-API key of every instance of a Durable Object namespace. */
-export async function scanDurableObjects(
-  namespace: DurableObjectNamespace,
+export async function scanDurableObjects<T extends Rpc.DurableObjectBranded | undefined>(
+  namespace: DurableObjectNamespace<T>,
   label: string,
   secrets: Secrets,
 ): Promise<Finding[]> {

@@ -1,0 +1,209 @@
+/**
+ * Card data never leaks: known card numbers and CVCs go through every door (tokenizer, vault,
+ * error paths including a 500), then everything the service stored or said is scanned: every D1
+ * table, every KV value, every R2 object, every Durable Object, every queue message, every
+ * response body and all console output. Sealed blobs are allowed: they decode to ciphertext.
+ */
+import { env } from 'cloudflare:workers';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { seal } from '../../src/lib/card-crypto';
+import { call, createMerchant, type CallOptions, type TestMerchant } from '../helpers/api';
+import {
+  captureConsole,
+  d1Tables,
+  describeFindings,
+  findSecrets,
+  recordQueue,
+  scanD1,
+  scanDurableObjects,
+  scanKv,
+  scanR2,
+  type Finding,
+  type Secrets,
+} from '../helpers/leak-scan';
+
+// Valid (Luhn) numbers of several brands and lengths, and CVCs no timestamp or id would hold alone.
+const CARDS = {
+  visa: '4539578763621486',
+  mastercard: '5425233430109903',
+  amex: '374245455400126',
+  discover: '6011000990139424',
+  visa19: '4000056655665556', // also the "spaces and dashes" door below
+  luhnFailure: '4539578763621487',
+} as const;
+const CVCS = ['8317', '962', '4729'] as const;
+const SECRETS: Secrets = { cardNumbers: Object.values(CARDS), cvcs: CVCS };
+
+describe('the scanner itself', () => {
+  it('finds a number in plain, spaced, dashed, JSON and base64 form, and a CVC standing alone', () => {
+    const card = CARDS.visa;
+    const spaced = card.replace(/(\d{4})(?=\d)/g, '$1 ');
+    const dashed = card.replace(/(\d{4})(?=\d)/g, '$1-');
+    for (const text of [card, spaced, dashed, JSON.stringify({ n: card }), btoa(JSON.stringify({ card })), `"cc_cvc":"8317"`, 'cvc 962.']) {
+      expect(findSecrets(text, SECRETS, 'probe').length, text).toBeGreaterThan(0);
+    }
+  });
+
+  it('passes masked numbers, sealed blobs, and ids or hashes that merely contain a CVC', async () => {
+    const sealed = await seal(env.CARD_DATA_KEY, JSON.stringify({ number: CARDS.visa, cvc: '8317' }), 'm1');
+    for (const text of ['453957******1486', sealed, 'a8317f0c', 'key_8317ab', '2026-11-21T05:40:00.000Z']) {
+      expect(findSecrets(text, SECRETS, 'probe'), text).toEqual([]);
+    }
+  });
+});
+
+describe('card data through every door', () => {
+  let shop: TestMerchant;
+  let other: TestMerchant;
+  /** What the service said: [request line, answer headers and body]; only the answer is scanned. */
+  const said: [string, string][] = [];
+  let consoleCapture: ReturnType<typeof captureConsole>;
+  let queue: ReturnType<typeof recordQueue>;
+
+  beforeAll(async () => {
+    shop = await createMerchant({ name: 'Leak Test Shop' });
+    other = await createMerchant({ name: 'Leak Test Other' });
+    consoleCapture = captureConsole();
+    queue = recordQueue(env.BATCH_QUEUE);
+  });
+  afterAll(() => {
+    consoleCapture.restore();
+    queue.restore();
+  });
+
+  /** Every request of this test goes through here, so every answer (headers and body) is scanned. */
+  async function say(method: string, path: string, options: CallOptions = {}): Promise<Response> {
+    const response = await call(method, path, options);
+    said.push([`${method} ${path.slice(0, 30)} → ${response.status}`, `${JSON.stringify([...response.headers])}\n${await response.clone().text()}`]);
+    return response;
+  }
+
+  async function data<T>(response: Promise<Response>, status: number): Promise<T> {
+    const answer = await response;
+    expect(answer.status, await answer.clone().text()).toBe(status);
+    return (await answer.json<{ data: T }>()).data;
+  }
+
+  it('tokenizer: valid cards with CVCs, spaced and dashed input, and refusals', async () => {
+    const tokens: string[] = [];
+    for (const [number, cvc] of [
+      [CARDS.visa, CVCS[0]],
+      [CARDS.amex, CVCS[2]],
+      [CARDS.visa19.replace(/(\d{4})(?=\d)/g, '$1 '), CVCS[1]],
+      [CARDS.mastercard.replace(/(\d{4})(?=\d)/g, '$1-'), CVCS[0]],
+    ] as const) {
+      const body = { cc_number: number, cc_expiration: '12/39', cc_cvc: cvc };
+      tokens.push((await data<{ temp_token: string }>(say('POST', '/api/tokenizer/token', { key: shop.publicKey, body }), 201)).temp_token);
+    }
+    expect(tokens).toHaveLength(4);
+    // Refusals quote nothing back: Luhn failure, expired card, a bad CVC next to a good number.
+    for (const body of [
+      { cc_number: CARDS.luhnFailure, cc_expiration: '12/39', cc_cvc: CVCS[0] },
+      { cc_number: CARDS.discover, cc_expiration: '01/20', cc_cvc: CVCS[1] },
+      { cc_number: CARDS.discover, cc_expiration: '12/39', cc_cvc: `${CVCS[2]}5` },
+      { cc_number: `${CARDS.discover}0`, cc_expiration: '12/39', cc_cvc: CVCS[2] },
+      { cc_number: Number(CARDS.discover), cc_expiration: '12/39', cc_cvc: Number(CVCS[2]) },
+      { cc_number: CARDS.discover, cc_expiration: '12/39', cvv: CVCS[2] },
+      // A form flattened wrongly: the number and CVC arrive as key names.
+      { [CARDS.discover]: CVCS[2], cc_expiration: '12/39' },
+    ]) {
+      expect((await say('POST', '/api/tokenizer/token', { key: shop.publicKey, body })).status).toBe(400);
+    }
+    // Wrong keys, wrong type, malformed JSON with card data inside.
+    const body = { cc_number: CARDS.visa, cc_expiration: '12/39', cc_cvc: CVCS[0] };
+    expect((await say('POST', '/api/tokenizer/token', { body })).status).toBe(401);
+    expect((await say('POST', '/api/tokenizer/token', { key: 'pub_nope', body })).status).toBe(401);
+    const malformed = `{"cc_number": "${CARDS.visa}", "cc_cvc": "${CVCS[0]}"`;
+    const broken = await say('POST', '/api/tokenizer/token', {
+      key: shop.publicKey,
+      body: malformed,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expect(broken.status).toBe(400);
+    const asText = await say('POST', '/api/tokenizer/token', { key: shop.publicKey, body: JSON.stringify(body) });
+    expect(asText.status).toBe(400);
+
+    // The vault takes one of these tokens; another merchant cannot.
+    await data(say('POST', '/api/vault/customer', { key: shop.secretKey, body: { id: 'fromtoken', payment_method: { card: { temp_token: tokens[0] } } } }), 201);
+    expect((await say('POST', '/api/vault/customer', { key: other.secretKey, body: { payment_method: { card: { temp_token: tokens[1] } } } })).status).toBe(400);
+  });
+
+  it('vault: cards by number, ACH, reads, patches, refusals, deletion', async () => {
+    await data(
+      say('POST', '/api/vault/customer', {
+        key: shop.secretKey,
+        body: { id: 'leaky', email: 'ana@example.com', payment_method: { card: { number: CARDS.discover, expiration: '12/39' } } },
+      }),
+      201,
+    );
+    await data(say('POST', '/api/vault/customer/leaky/card', { key: shop.secretKey, body: { number: CARDS.visa19, expiration: '0740' } }), 201);
+    await data(
+      say('POST', '/api/vault/customer/leaky/ach', {
+        key: shop.secretKey,
+        body: { account_number: '000123456789', routing_number: '021000021', account_type: 'savings', sec_code: 'ppd' },
+      }),
+      201,
+    );
+    await data(say('GET', '/api/vault/customer/leaky', { key: shop.secretKey }), 200);
+    await data(say('PATCH', '/api/vault/customer/leaky', { key: shop.secretKey, body: { description: 'repeat buyer' } }), 200);
+    for (const body of [
+      { number: CARDS.luhnFailure, expiration: '12/39' },
+      { number: CARDS.amex, expiration: '12/19' },
+      { number: CARDS.amex, expiration: '12/39', cvc: CVCS[2] },
+      { number: CARDS.amex },
+    ]) {
+      expect((await say('POST', '/api/vault/customer/leaky/card', { key: shop.secretKey, body })).status).toBe(400);
+    }
+    // A card number pasted where plain text goes (an id in the path or body, a description, an
+    // email) is refused, so it is neither stored in a plain column nor echoed in "not found".
+    for (const [method, path, body, field] of [
+      ['GET', `/api/vault/customer/${CARDS.mastercard}`, undefined, 'id'],
+      ['POST', '/api/vault/customer', { id: `cust${CARDS.mastercard}` }, 'id'],
+      ['POST', '/api/vault/customer', { description: `card ${CARDS.amex.replace(/(\d{4})(?=\d)/g, '$1 ')} exp 12/39` }, 'description'],
+      ['POST', '/api/vault/customer', { email: `${CARDS.visa}@example.com` }, 'email'],
+      ['PATCH', '/api/vault/customer/leaky', { description: CARDS.discover }, 'description'],
+    ] as const) {
+      const refused = await say(method, path, { key: shop.secretKey, ...(body ? { body } : {}) });
+      expect(refused.status, `${method} ${field}`).toBe(400);
+      expect((await refused.json<{ msg: string }>()).msg).toBe(`${field}: must not contain a card number`);
+    }
+    expect((await say('GET', '/api/vault/customer/leaky', { key: other.secretKey })).status).toBe(404);
+    await data(say('POST', '/api/vault/customer', { key: shop.secretKey, body: { id: 'gone', payment_method: { card: { number: CARDS.amex, expiration: '12/39' } } } }), 201);
+    await data(say('DELETE', '/api/vault/customer/gone', { key: shop.secretKey }), 200);
+  });
+
+  it('a server fault while storing a token: a generic 500, and the log line redacts digits', async () => {
+    const put = vi
+      .spyOn(env.TOKENS, 'put')
+      .mockRejectedValueOnce(new Error(`KV put failed for card ${CARDS.amex} cvc ${CVCS[2]}`));
+    try {
+      const response = await say('POST', '/api/tokenizer/token', {
+        key: shop.secretKey,
+        body: { cc_number: CARDS.amex, cc_expiration: '12/39', cc_cvc: CVCS[2] },
+      });
+      expect(response.status).toBe(500);
+    } finally {
+      put.mockRestore();
+    }
+    expect(consoleCapture.lines.some((line) => line.includes('KV put failed'))).toBe(true);
+  });
+
+  it('nothing stored or said holds a full card number or a CVC', async () => {
+    const findings: Finding[] = [
+      ...(await scanD1(env.DB, SECRETS)),
+      ...(await scanKv(env.TOKENS, 'TOKENS', SECRETS)),
+      ...(await scanKv(env.BIN_CACHE, 'BIN_CACHE', SECRETS)),
+      ...(await scanR2(env.FILES, SECRETS)),
+      ...(await scanDurableObjects(env.BATCH_PROGRESS, 'BATCH_PROGRESS', SECRETS)),
+      ...queue.messages.flatMap((message, i) => findSecrets(JSON.stringify(message), SECRETS, `queue message ${i}`)),
+      ...said.flatMap(([request, answer], i) => findSecrets(answer, SECRETS, `response ${i} to ${request}`)),
+      ...consoleCapture.lines.flatMap((line, i) => findSecrets(line, SECRETS, `console line ${i}`)),
+    ];
+    expect(findings, describeFindings(findings)).toEqual([]);
+
+    // The scan was not vacuous: the stores it read hold this test's data.
+    expect(await d1Tables(env.DB)).toEqual(expect.arrayContaining(['merchants', 'api_keys', 'vault_customers', 'vault_payment_methods']));
+    expect((await env.TOKENS.list()).keys.length).toBeGreaterThanOrEqual(4);
+    expect(said.length).toBeGreaterThan(25);
+  });
+});
