@@ -29,6 +29,111 @@ CREATE INDEX IF NOT EXISTS api_keys_merchant ON api_keys(merchant_id);
 
 -- == BIN data (BIN lookup) ===================================================================
 
+-- One row per stored prefix (6 to 11 digits); a lookup takes the longest stored prefix of the
+-- card's digits. Columns are the lookup response's fields plus peers' prepaid/commercial/currency.
+-- NULL means unknown (the field is left out of the answer).
+CREATE TABLE IF NOT EXISTS bins (
+  prefix TEXT PRIMARY KEY CHECK (length(prefix) BETWEEN 6 AND 11),
+  card_brand TEXT,
+  issuing_bank TEXT,
+  card_type TEXT,
+  card_level_generic TEXT,
+  country TEXT,
+  payment_method_type TEXT NOT NULL DEFAULT 'card',
+  prepaid INTEGER,
+  commercial INTEGER,
+  currency TEXT,
+  updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Enhanced lookup: account ranges, bounds padded to 19 digits (low with 0s, high with 9s) so that
+-- text order is numeric order. bin6 (the first 6 digits, shared by low and high) keeps the
+-- lookup on one index range.
+CREATE TABLE IF NOT EXISTS bin_account_ranges (
+  low TEXT NOT NULL CHECK (length(low) = 19),
+  high TEXT NOT NULL CHECK (length(high) = 19),
+  bin6 TEXT NOT NULL,
+  card_brand TEXT,
+  issuing_bank TEXT,
+  card_type TEXT,
+  card_level_generic TEXT,
+  country TEXT,
+  prepaid INTEGER,
+  commercial INTEGER,
+  currency TEXT,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (low, high)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS bin_account_ranges_bin6 ON bin_account_ranges(bin6, low);
+
+-- The version of the lookup data (BINs, ranges, surcharge rules). Every import or rule change
+-- bumps it; cache keys carry it, so answers cached from older data are never served again.
+CREATE TABLE IF NOT EXISTS bin_data_version (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL,
+  updated_at TEXT NOT NULL
+);
+INSERT OR IGNORE INTO bin_data_version (id, version, updated_at) VALUES (1, 1, '2026-01-01T00:00:00.000Z');
+
+-- Surcharge law as data. region '*' covers the whole country; a row for the exact region wins.
+-- Of a key's rows, the one with the latest effective_from (a date, YYYY-MM-DD) not in the future
+-- applies. surcharge: allowed | prohibited | commercial_only (consumer cards banned, e.g. EU).
+-- Dates of long-standing bans are given as 2000-01-01 ("in force before this table").
+CREATE TABLE IF NOT EXISTS surcharge_rules (
+  country TEXT NOT NULL,
+  region TEXT NOT NULL,
+  effective_from TEXT NOT NULL,
+  surcharge TEXT NOT NULL CHECK (surcharge IN ('allowed', 'prohibited', 'commercial_only')),
+  max_rate_bps INTEGER,
+  note TEXT,
+  PRIMARY KEY (country, region, effective_from)
+) WITHOUT ROWID;
+-- Seeded only into an empty table, so re-applying the schema never undoes an operator's PUT.
+INSERT OR IGNORE INTO surcharge_rules (country, region, effective_from, surcharge, max_rate_bps, note)
+SELECT * FROM (VALUES
+  ('US', '*', '2013-01-27', 'allowed', 400, 'Card networks allow credit surcharges in the US since the 2013 settlement; Visa cap 4%'),
+  ('US', '*', '2023-04-15', 'allowed', 300, 'Card networks allow credit surcharges in the US; Visa cap 3% since 2023-04-15'),
+  ('US', 'CT', '2000-01-01', 'prohibited', NULL, 'Connecticut prohibits surcharges'),
+  ('US', 'MA', '2000-01-01', 'prohibited', NULL, 'Massachusetts prohibits surcharges'),
+  ('US', 'ME', '2000-01-01', 'prohibited', NULL, 'Maine prohibits surcharges'),
+  ('US', 'PR', '2000-01-01', 'prohibited', NULL, 'Puerto Rico prohibits surcharges'),
+  ('PR', '*', '2000-01-01', 'prohibited', NULL, 'Puerto Rico prohibits surcharges'),
+  ('US', 'CO', '2000-01-01', 'allowed', 200, 'Colorado caps surcharges at 2% or the processing cost'),
+  ('CA', '*', '2022-10-06', 'allowed', 240, 'Canada allows credit surcharges since 2022-10-06, capped at 2.4%'),
+  ('CA', 'QC', '2000-01-01', 'prohibited', NULL, 'Quebec consumer protection law prohibits card fees'),
+  ('AT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('BE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('BG', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('HR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('CY', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('CZ', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('DK', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('EE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('FI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('FR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('DE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('GR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('HU', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('IE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('IT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LV', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LU', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('MT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('NL', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('PL', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('PT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('RO', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('SK', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('SI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('ES', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('SE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('IS', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('LI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('NO', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
+  ('GB', '*', '2018-01-13', 'commercial_only', NULL, 'UK: surcharges on consumer cards banned since 2018-01-13')
+) WHERE NOT EXISTS (SELECT 1 FROM surcharge_rules);
+
 
 -- == Tokens and customer vault ===============================================================
 

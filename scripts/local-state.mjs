@@ -1,7 +1,7 @@
 // Local state shared by `npm run dev` and `npm run bench`: schema, demo merchant, sample data.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -58,10 +58,46 @@ export function demoMerchantSql(now = new Date().toISOString()) {
   ].join('\n');
 }
 
-/** Applies the schema and seeds the demo merchant (idempotent). */
+/** Runs one query against the local D1 and answers its result rows. */
+export function queryLocalSql(sql, { persistTo } = {}) {
+  const args = [runWrangler, 'd1', 'execute', 'DB', '--local', '--json', '--command', sql];
+  if (persistTo) args.push('--persist-to', persistTo);
+  const out = execFileSync(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: localEnv, encoding: 'utf8' });
+  return JSON.parse(out)[0]?.results ?? [];
+}
+
+/**
+ * scripts/sample-bins.csv (this service's own CSV format, written for this project; unquoted
+ * fields) as INSERT statements, plus a data version bump so no cached answer outlives the seed.
+ */
+export function sampleBinsSql(now = new Date().toISOString()) {
+  const [header, ...lines] = readFileSync(new URL('./sample-bins.csv', import.meta.url), 'utf8').trim().split('\n');
+  const columns = header.split(',');
+  const value = (column, text) => {
+    if (text === '') return 'NULL';
+    if (column === 'prepaid' || column === 'commercial') return text === 'true' ? '1' : '0';
+    return quote(text);
+  };
+  const statements = lines.map((line) => {
+    const cells = line.split(',');
+    const values = columns.map((column, i) => value(column, cells[i] ?? ''));
+    return `INSERT OR IGNORE INTO bins (prefix, ${columns.slice(1).join(', ')}, updated_at) VALUES (${values.join(', ')}, ${quote(now)});`;
+  });
+  statements.push(`UPDATE bin_data_version SET version = version + 1, updated_at = ${quote(now)} WHERE id = 1;`);
+  return statements.join('\n');
+}
+
+/** Applies the schema, seeds the demo merchant (idempotent) and, into an empty bins table, the sample BINs. */
 export async function seedLocalState({ persistTo } = {}) {
   console.log('Applying schema.sql to the local D1...');
-  executeLocalSql((await import('node:fs')).readFileSync('schema.sql', 'utf8'), { persistTo });
+  executeLocalSql(readFileSync('schema.sql', 'utf8'), { persistTo });
   console.log(`Seeding the demo merchant (${DEMO.merchantId})...`);
   executeLocalSql(demoMerchantSql(), { persistTo });
+  const [{ n } = { n: 0 }] = queryLocalSql('SELECT COUNT(*) AS n FROM bins', { persistTo });
+  if (n === 0) {
+    console.log('Seeding the sample BINs (scripts/sample-bins.csv) into the empty bins table...');
+    executeLocalSql(sampleBinsSql(), { persistTo });
+  } else {
+    console.log(`The bins table holds ${n} rows: sample BINs not seeded.`);
+  }
 }
