@@ -15,7 +15,8 @@ export const customerIdField = z
   .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
 export const paymentMethodIdField = z
   .string()
-  .regex(PAYMENT_METHOD_ID_PATTERN, 'must be 1 to 64 letters, digits or underscores');
+  .regex(PAYMENT_METHOD_ID_PATTERN, 'must be 1 to 64 letters, digits or underscores')
+  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
 
 export const customerParamSchema = z.object({ id: customerIdField });
 
