@@ -29,6 +29,8 @@ export interface Endpoint {
   auth: Auth;
   path: (world: World) => string;
   body?: (world: World) => unknown;
+  /** Extra request headers (a CSV body's Content-Type). */
+  headers?: Record<string, string>;
   /** The path or body names one of the owner's resources: another merchant gets `crossStatus`. */
   owned?: boolean;
   /** What another merchant gets for the owner's resource (documented: 404, or 400 for temp tokens). */
@@ -64,6 +66,39 @@ export const endpoints: Endpoint[] = [
     okStatus: 201,
   },
   { route: 'DELETE /admin/keys/:id', auth: 'admin', path: (w) => `/admin/keys/${w.spareKeyId}`, okStatus: 204 },
+  {
+    route: 'POST /admin/bins/import',
+    auth: 'admin',
+    path: () => '/admin/bins/import',
+    body: () => 'bin,card_brand,card_type,country\n42424242,visa,credit,US\n',
+    headers: { 'Content-Type': 'text/csv' },
+    okStatus: 200,
+  },
+  {
+    route: 'POST /admin/bins/ranges/import',
+    auth: 'admin',
+    path: () => '/admin/bins/ranges/import',
+    body: () => 'low,high,issuing_bank\n42424250,42424259,Range Bank\n',
+    headers: { 'Content-Type': 'text/csv' },
+    okStatus: 200,
+  },
+  { route: 'GET /admin/surcharge-rules', auth: 'admin', path: () => '/admin/surcharge-rules', okStatus: 200 },
+  {
+    route: 'PUT /admin/surcharge-rules',
+    auth: 'admin',
+    path: () => '/admin/surcharge-rules',
+    body: () => ({ rules: [{ country: 'US', region: '*', effective_from: '2023-04-15', surcharge: 'allowed', max_rate_bps: 300 }] }),
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/lookup/bin/protected',
+    auth: 'secret',
+    path: () => '/api/lookup/bin/protected',
+    body: (w) => ({ customer_id: w.customerId, country: 'US', state: 'TX' }),
+    owned: true,
+    crossStatus: 400, // docs/bin-lookup.md: another merchant's customer or token is a 400 naming the field
+    okStatus: 200,
+  },
   {
     route: 'POST /api/tokenizer/token',
     auth: 'any',
@@ -179,5 +214,9 @@ export async function buildWorld(): Promise<World> {
 export function request(endpoint: Endpoint, world: World, key: string | null, headers: Record<string, string> = {}) {
   const method = endpoint.route.split(' ')[0] ?? 'GET';
   const body = endpoint.body?.(world);
-  return call(method, endpoint.path(world), { key, headers, ...(body === undefined ? {} : { body }) });
+  return call(method, endpoint.path(world), {
+    key,
+    headers: { ...endpoint.headers, ...headers },
+    ...(body === undefined ? {} : { body }),
+  });
 }

@@ -7,7 +7,7 @@
 import { env } from 'cloudflare:workers';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { seal } from '../../src/lib/card-crypto';
-import { call, createMerchant, type CallOptions, type TestMerchant } from '../helpers/api';
+import { ADMIN_TOKEN, call, createMerchant, type CallOptions, type TestMerchant } from '../helpers/api';
 import {
   captureConsole,
   d1Tables,
@@ -170,6 +170,52 @@ describe('card data through every door', () => {
     expect((await say('GET', '/api/vault/customer/leaky', { key: other.secretKey })).status).toBe(404);
     await data(say('POST', '/api/vault/customer', { key: shop.secretKey, body: { id: 'gone', payment_method: { card: { number: CARDS.amex, expiration: '12/39' } } } }), 201);
     await data(say('DELETE', '/api/vault/customer/gone', { key: shop.secretKey }), 200);
+  });
+
+  it('BIN lookup: full card numbers as bin, temp tokens, vault customers, and refusals', async () => {
+    const lookup = (body: unknown, key = shop.secretKey) => say('POST', '/api/lookup/bin/protected', { key, body });
+    for (const number of [CARDS.visa, CARDS.amex, CARDS.visa19, CARDS.luhnFailure]) {
+      expect((await lookup({ bin: number, country: 'US', state: 'TX' })).status).toBe(200);
+    }
+    const token = await data<{ temp_token: string }>(
+      say('POST', '/api/tokenizer/token', { key: shop.publicKey, body: { cc_number: CARDS.mastercard, cc_expiration: '12/39', cc_cvc: CVCS[1] } }),
+      201,
+    );
+    expect((await lookup({ temp_token: token.temp_token, country: 'US', state: 'CO' })).status).toBe(200);
+    expect((await lookup({ temp_token: token.temp_token }, other.secretKey)).status).toBe(400);
+    expect((await lookup({ customer_id: 'leaky', country: 'CA', state: 'QC' })).status).toBe(200);
+    expect((await lookup({ customer_id: 'leaky' }, other.secretKey)).status).toBe(400);
+    // Refusals: spaced digits, a card number where a customer id or payment method id goes, two sources.
+    for (const body of [
+      { bin: CARDS.visa.replace(/(\d{4})(?=\d)/g, '$1 ') },
+      { bin: `${CARDS.visa}${CVCS[0]}` },
+      { customer_id: CARDS.discover },
+      { customer_id: 'leaky', payment_method_id: CARDS.discover },
+      { bin: CARDS.amex, temp_token: token.temp_token },
+      { bin: CARDS.amex, cvc: CVCS[2] },
+    ]) {
+      const response = await lookup(body);
+      expect(response.status, JSON.stringify(body)).toBeGreaterThanOrEqual(200);
+    }
+    expect((await lookup({ bin: CARDS.visa }, shop.publicKey)).status).toBe(401);
+  });
+
+  it('BIN import: a card number in any column is a row error that does not quote it', async () => {
+    const csv = [
+      'bin,card_brand,card_type,country,currency,prepaid',
+      `${CARDS.discover},discover,credit,US,USD,false`,
+      `601100,discover,${CARDS.visa},US,USD,false`,
+      `601101,discover,credit,${CARDS.amex},USD,false`,
+      `601102,discover,credit,US,${CARDS.visa19.replace(/(\d{4})(?=\d)/g, '$1 ')},false`,
+      `601103,discover,credit,US,USD,${CARDS.mastercard}`,
+      '601104,discover,credit,US,USD,false',
+    ].join('\n');
+    const imported = await say('POST', '/admin/bins/import', { key: ADMIN_TOKEN, body: `${csv}\n`, headers: { 'Content-Type': 'text/csv' } });
+    expect(imported.status).toBe(200);
+    expect(await imported.json()).toMatchObject({ data: { imported: 1, skipped: 5 } });
+    const openbiin = `BIN6,Ranges,Issuer,Country,Brand,Type\n${CARDS.discover},00-99,Bank,US,DISCOVER,CREDIT\n601105,${CARDS.amex},Bank,US,DISCOVER,CREDIT\n`;
+    const second = await say('POST', '/admin/bins/import', { key: ADMIN_TOKEN, body: openbiin, headers: { 'Content-Type': 'text/csv' } });
+    expect(await second.json()).toMatchObject({ data: { imported: 0, skipped: 2 } });
   });
 
   it('a server fault while storing a token: a generic 500, and the log line redacts digits', async () => {
