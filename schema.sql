@@ -174,6 +174,108 @@ CREATE INDEX IF NOT EXISTS vault_payment_methods_customer ON vault_payment_metho
 
 -- == Transactions and processors =============================================================
 
+-- A merchant's processors; exactly one is the default. A merchant without any gets the built-in
+-- sandbox processor "sandbox_<merchant id>" on first use (src/services/processors/registry.ts).
+CREATE TABLE IF NOT EXISTS processors (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  type TEXT NOT NULL CHECK (type IN ('sandbox')),
+  name TEXT NOT NULL,
+  is_default INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS processors_merchant ON processors(merchant_id);
+CREATE UNIQUE INDEX IF NOT EXISTS processors_one_default ON processors(merchant_id) WHERE is_default = 1;
+
+-- One row per processed transaction: the result CSV's columns plus what the CSV cannot show.
+-- masked_account keeps the first 6 (or 8) and last 4 digits; no full card number, no CVC.
+CREATE TABLE IF NOT EXISTS transactions (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  idempotency_key TEXT NOT NULL,
+  -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request: a replay with another body is refused.
+  request_hash TEXT NOT NULL,
+  batch_id TEXT,
+  line INTEGER,
+  user_name TEXT,
+  type TEXT NOT NULL,
+  transaction_source TEXT NOT NULL,
+  ip_address TEXT,
+  amount INTEGER NOT NULL,
+  amount_authorized INTEGER NOT NULL,
+  amount_captured INTEGER NOT NULL,
+  amount_settled INTEGER NOT NULL,
+  tip INTEGER NOT NULL,
+  service_fee INTEGER NOT NULL,
+  tax_amount INTEGER NOT NULL,
+  tax_exempt INTEGER NOT NULL,
+  shipping_amount INTEGER NOT NULL,
+  po_number TEXT,
+  order_id TEXT,
+  settlement_batch_id TEXT,
+  referenced_transaction_id TEXT,
+  payment_method TEXT NOT NULL,
+  payment_type TEXT NOT NULL,
+  response TEXT NOT NULL,
+  response_code INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  processor_type TEXT,
+  processor_id TEXT,
+  processor_name TEXT,
+  subscription_id TEXT,
+  currency_iso_code TEXT NOT NULL,
+  customer_id TEXT,
+  email_address TEXT,
+  billing_first_name TEXT,
+  billing_last_name TEXT,
+  billing_company TEXT,
+  billing_address_line_1 TEXT,
+  billing_address_line_2 TEXT,
+  billing_city TEXT,
+  billing_state TEXT,
+  billing_postal_code TEXT,
+  billing_country TEXT,
+  billing_email TEXT,
+  billing_phone TEXT,
+  billing_fax TEXT,
+  shipping_first_name TEXT,
+  shipping_last_name TEXT,
+  shipping_company TEXT,
+  shipping_address_line_1 TEXT,
+  shipping_address_line_2 TEXT,
+  shipping_city TEXT,
+  shipping_state TEXT,
+  shipping_postal_code TEXT,
+  shipping_country TEXT,
+  shipping_email TEXT,
+  shipping_phone TEXT,
+  shipping_fax TEXT,
+  created_at TEXT NOT NULL,
+  captured_at TEXT,
+  settled_at TEXT,
+  card_type TEXT,
+  entry_type TEXT,
+  masked_account TEXT,
+  expiration TEXT,
+  auth_code TEXT,
+  processor_response_code TEXT,
+  processor_response_text TEXT,
+  sec_code TEXT,
+  account_type TEXT,
+  avs_response_code TEXT,
+  cvv_response_code TEXT,
+  -- Request fields the result CSV has no column for.
+  base_amount INTEGER,
+  surcharge INTEGER NOT NULL,
+  discount_amount INTEGER NOT NULL,
+  surcharge_exempt INTEGER NOT NULL,
+  email_receipt INTEGER NOT NULL,
+  description TEXT,
+  card_brand TEXT,
+  UNIQUE (merchant_id, idempotency_key)
+);
+CREATE INDEX IF NOT EXISTS transactions_batch ON transactions(batch_id) WHERE batch_id IS NOT NULL;
+
 
 -- == Batches =================================================================================
 

@@ -7,6 +7,7 @@ import { AppError, failed, handleError } from './errors';
 import { requireAdmin } from './middleware/auth';
 import { admin } from './routes/admin';
 import { adminBins } from './routes/admin-bins';
+import { adminProcessors } from './routes/admin-processors';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
@@ -43,6 +44,7 @@ app.get('/healthz', (c) => c.json({ status: 'ok' }));
 app.use('/admin/*', requireAdmin);
 app.route('/admin', admin);
 app.route('/admin', adminBins);
+app.route('/admin', adminProcessors);
 
 app.route('/api/lookup', lookup);
 app.route('/api/tokenizer', tokenizer);

@@ -1,4 +1,44 @@
+/**
+ * POST /api/transaction: one sale, authorize or credit through the engine the batch files use.
+ * GET /api/transaction/{id}: a recorded transaction of the caller's merchant.
+ * Both answer the transaction record inside the success envelope (docs/transactions.md).
+ */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
+import { AppError, success } from '../errors';
+import { randomId } from '../lib/crypto';
+import { systemClock } from '../lib/time';
+import { requireSecretKey } from '../middleware/auth';
+import { validate } from '../middleware/validate';
+import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../schemas/transaction-http';
+import { getTransaction, processTransactions } from '../services/transactions';
+import { describeErrors } from '../services/transaction-records';
 
 export const transaction = new Hono<AppEnv>();
+
+transaction.use(requireSecretKey);
+
+transaction.post('/', validate('header', idempotencyHeaderSchema), validate('json', transactionBodySchema), async (c) => {
+  const sentKey = c.req.valid('header')['idempotency-key'];
+  const [outcome] = await processTransactions(
+    c.env,
+    c.get('caller'),
+    // Without a key, a generated one is recorded: the request is simply not retry-safe.
+    [{ input: c.req.valid('json'), idempotencyKey: sentKey ?? randomId(24, 'auto_') }],
+    { source: 'api', ipAddress: c.req.header('CF-Connecting-IP') ?? null },
+    systemClock,
+  );
+  if (!outcome) throw new Error('transaction engine answered no outcome');
+  if (!outcome.ok) {
+    const code = outcome.reason === 'idempotency_conflict' ? 'conflict' : 'bad_request';
+    throw new AppError(code, describeErrors(outcome.errors), outcome.errors);
+  }
+  if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
+  return c.json(success(outcome.record), outcome.replayed ? 200 : 201);
+});
+
+transaction.get('/:id', validate('param', transactionIdParamSchema), async (c) => {
+  const record = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id);
+  if (!record) throw new AppError('not_found', 'transaction not found');
+  return c.json(success(record));
+});

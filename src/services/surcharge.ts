@@ -10,23 +10,40 @@ import { findRulesForRegion, type SurchargeRule } from '../storage/surcharge-rul
 import type { CardMetadata } from './bin-lookup';
 import { cacheTtlSeconds, currentDataVersion } from './data-version';
 
+/** What the rules allow for one card in one region: whether, and up to which rate. */
+export interface SurchargePolicy {
+  allowed: boolean;
+  /** The lowest cap in force (the region's law, the country's network rule), or null for none. */
+  maxRateBps: number | null;
+}
+
+const NOT_ALLOWED: SurchargePolicy = { allowed: false, maxRateBps: null };
+
+export async function surchargePolicy(
+  env: Env,
+  card: CardMetadata,
+  region: { country: string; state: string },
+  options: { customerExempt: boolean; now: Date },
+): Promise<SurchargePolicy> {
+  if (options.customerExempt || !isSurchargeableCard(card)) return NOT_ALLOWED;
+  const rules = await rulesForRegion(env, region.country.toUpperCase(), region.state.toUpperCase());
+  const { regional, national } = rulesInForce(rules, options.now);
+  const rule = regional ?? national;
+  if (!rule) return NOT_ALLOWED;
+  const allowed = rule.surcharge === 'allowed' || (rule.surcharge === 'commercial_only' && card.commercial === true);
+  if (!allowed) return NOT_ALLOWED;
+  // A state's cap and the country-wide network cap both bind: Colorado's 2% under Visa's 3%.
+  const caps = [regional?.max_rate_bps, national?.max_rate_bps].filter((cap): cap is number => typeof cap === 'number');
+  return { allowed: true, maxRateBps: caps.length > 0 ? Math.min(...caps) : null };
+}
+
 export async function isSurchargeable(
   env: Env,
   card: CardMetadata,
   region: { country: string; state: string },
   options: { customerExempt: boolean; now: Date },
 ): Promise<boolean> {
-  if (options.customerExempt || !isSurchargeableCard(card)) return false;
-  const rule = ruleInForce(await rulesForRegion(env, region.country.toUpperCase(), region.state.toUpperCase()), options.now);
-  if (!rule) return false;
-  switch (rule.surcharge) {
-    case 'allowed':
-      return true;
-    case 'prohibited':
-      return false;
-    case 'commercial_only':
-      return card.commercial === true;
-  }
+  return (await surchargePolicy(env, card, region, options)).allowed;
 }
 
 /** Credit, and not prepaid (by flag or by a "prepaid" card level, as some datasets encode it). */
@@ -37,10 +54,13 @@ export function isSurchargeableCard(card: CardMetadata): boolean {
 }
 
 /**
- * The rule in force on `now`: of each key (region or '*'), the row with the latest effective
- * date not after today; a rule for the exact region beats the country-wide one.
+ * The rules in force on `now`: of each key (the region, and '*' for the whole country), the row
+ * with the latest effective date not after today.
  */
-export function ruleInForce(rules: readonly SurchargeRule[], now: Date): SurchargeRule | undefined {
+export function rulesInForce(
+  rules: readonly SurchargeRule[],
+  now: Date,
+): { regional: SurchargeRule | undefined; national: SurchargeRule | undefined } {
   const today = now.toISOString().slice(0, 10);
   let regional: SurchargeRule | undefined;
   let national: SurchargeRule | undefined;
@@ -52,6 +72,12 @@ export function ruleInForce(rules: readonly SurchargeRule[], now: Date): Surchar
       regional = rule;
     }
   }
+  return { regional, national };
+}
+
+/** The rule that decides: a rule for the exact region beats the country-wide one. */
+export function ruleInForce(rules: readonly SurchargeRule[], now: Date): SurchargeRule | undefined {
+  const { regional, national } = rulesInForce(rules, now);
   return regional ?? national;
 }
 

@@ -155,6 +155,30 @@ export async function findLongestBin(db: D1Database, prefixes: readonly string[]
   return row ? toBinRecord(row) : null;
 }
 
+/**
+ * For each list of candidate prefixes (longest first), its longest stored prefix: one query for
+ * all the lists, the candidates travelling as one JSON parameter.
+ */
+export async function findLongestBins(
+  db: D1Database,
+  prefixLists: readonly (readonly string[])[],
+): Promise<(BinRecord | null)[]> {
+  const candidates = [...new Set(prefixLists.flat())];
+  if (candidates.length === 0) return prefixLists.map(() => null);
+  const { results } = await db
+    .prepare('SELECT * FROM bins WHERE prefix IN (SELECT value FROM json_each(?1))')
+    .bind(JSON.stringify(candidates))
+    .all<BinRow>();
+  const byPrefix = new Map(results.map((row) => [row.prefix, toBinRecord(row)]));
+  return prefixLists.map((prefixes) => {
+    for (const prefix of prefixes) {
+      const record = byPrefix.get(prefix);
+      if (record) return record;
+    }
+    return null;
+  });
+}
+
 /** Account ranges of one 6-digit BIN that overlap [low, high] (19-digit bounds). */
 export async function findRangesOverlapping(db: D1Database, bin6: string, low: string, high: string): Promise<AccountRange[]> {
   const { results } = await db
@@ -162,6 +186,19 @@ export async function findRangesOverlapping(db: D1Database, bin6: string, low: s
     .bind(bin6, low, high)
     .all<AccountRangeRow>();
   return results.map(toAccountRange);
+}
+
+/** `findRangesOverlapping` for many blocks at once: one D1 round trip (a batch of statements). */
+export async function findRangesOverlappingMany(
+  db: D1Database,
+  blocks: readonly { bin6: string; low: string; high: string }[],
+): Promise<AccountRange[][]> {
+  if (blocks.length === 0) return [];
+  const statement = db.prepare(
+    'SELECT * FROM bin_account_ranges WHERE bin6 = ?1 AND low <= ?3 AND high >= ?2 ORDER BY low',
+  );
+  const results = await db.batch<AccountRangeRow>(blocks.map((b) => statement.bind(b.bin6, b.low, b.high)));
+  return results.map((result) => result.results.map(toAccountRange));
 }
 
 export async function countBins(db: D1Database): Promise<number> {

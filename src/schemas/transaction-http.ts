@@ -1,0 +1,51 @@
+/**
+ * HTTP shapes of POST /api/transaction: the JSON body uses the batch CSV's column names. JSON
+ * types are accepted where a client would naturally use them (amounts as integers, flags as
+ * booleans) and turned into the text a CSV row carries; the engine then validates both doors
+ * with the same rules. null means absent, like an empty CSV field.
+ */
+import { z } from 'zod';
+import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction';
+
+const AMOUNT_COLUMNS = new Set<InputColumn>([
+  'amount',
+  'base_amount',
+  'surcharge',
+  'shipping_amount',
+  'tax_amount',
+  'discount_amount',
+]);
+const BOOLEAN_COLUMNS = new Set<InputColumn>(['surcharge_exempt', 'tax_exempt', 'email_receipt']);
+
+const text = z.string('must be a string').max(1_000, 'must be at most 1000 characters').nullable().optional();
+const amount = z
+  .union([z.number(), z.string()], 'must be an integer (minor units) or a string of digits')
+  .nullable()
+  .optional();
+const flag = z.union([z.boolean(), z.string()], 'must be true or false').nullable().optional();
+
+const shape = Object.fromEntries(
+  INPUT_COLUMNS.map((column) => [column, AMOUNT_COLUMNS.has(column) ? amount : BOOLEAN_COLUMNS.has(column) ? flag : text]),
+) as Record<InputColumn, typeof text | typeof amount | typeof flag>;
+
+export const transactionBodySchema = z.strictObject(shape).transform((body): TransactionInput => {
+  const input: TransactionInput = {};
+  for (const column of INPUT_COLUMNS) {
+    const value = body[column];
+    // Numbers keep their JSON spelling ("10.5", "-3"), which the engine refuses with a clear message.
+    if (value !== undefined && value !== null) input[column] = String(value);
+  }
+  return input;
+});
+
+/** Idempotency-Key: 1 to 255 printable ASCII characters. */
+export const idempotencyHeaderSchema = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters without spaces')
+    .optional(),
+});
+
+export const transactionIdParamSchema = z.object({
+  id: z.string().regex(/^txn_[a-z0-9]{1,60}$/, 'malformed transaction id'),
+});

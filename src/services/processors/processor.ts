@@ -1,0 +1,50 @@
+/**
+ * The one interface every payment processor implements. The engine hands a processor a charge
+ * whose fields are already validated and whose amounts are final; the processor answers with
+ * the gateway's response code and the network's own codes.
+ */
+import type { AchAccountType, SecCode, TransactionType } from '../transaction-validation';
+
+export const PROCESSOR_TYPES = ['sandbox'] as const;
+export type ProcessorType = (typeof PROCESSOR_TYPES)[number];
+
+export type ChargePayment =
+  | { kind: 'card'; number: string; cvc: string | null; billingPostalCode: string | null }
+  | { kind: 'ach'; accountNumber: string; routingNumber: string; accountType: AchAccountType; secCode: SecCode };
+
+export interface Charge {
+  type: TransactionType;
+  /** The total, in minor units. */
+  amount: number;
+  payment: ChargePayment;
+  /**
+   * The engine's idempotency key. A processor that talks to a network forwards it (every acquirer
+   * API in this family accepts one), so a retried call after a lost answer is not a second charge.
+   */
+  idempotencyKey: string;
+}
+
+/** 100 approved, 110 partial approval; 2xx issuer decline; 3xx gateway decline; 4xx processor error. */
+export interface ChargeResult {
+  response: 'approved' | 'declined' | 'error';
+  responseCode: number;
+  /** Minor units approved: the amount, less on a partial approval, 0 when not approved. */
+  amountAuthorized: number;
+  authCode: string | null;
+  processorResponseCode: string | null;
+  processorResponseText: string;
+  avsResponseCode: string | null;
+  cvvResponseCode: string | null;
+}
+
+export interface PaymentProcessor {
+  readonly type: ProcessorType;
+  charge(charge: Charge): Promise<ChargeResult>;
+}
+
+/** The gateway's `response` for a response code, by range. */
+export function responseFor(code: number): ChargeResult['response'] {
+  if (code >= 100 && code < 200) return 'approved';
+  if (code >= 200 && code < 400) return 'declined';
+  return 'error';
+}

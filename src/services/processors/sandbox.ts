@@ -1,0 +1,142 @@
+/**
+ * The built-in `sandbox` processor: no network, deterministic outcomes chosen by the request
+ * (docs/transactions.md, "Sandbox triggers"). Checked in this order, first match wins:
+ *   1. the total amount: 300 gateway decline, 301 duplicate, 421 processor communication error;
+ *   2. the card or ACH account number: issuer declines (Stripe's well-known decline test cards),
+ *      the prepaid card with a 10.00 balance (partial approval on authorize);
+ *   3. otherwise approved.
+ * AVS comes from the billing postal code and CVV from cc_cvc, on every card answer an issuer gave.
+ */
+import { randomId } from '../../lib/crypto';
+import type { Charge, ChargeResult, PaymentProcessor } from './processor';
+
+interface Decline {
+  code: number;
+  processorCode: string | null;
+  text: string;
+}
+
+/** Total amounts (minor units) that trigger a gateway-level answer, for every payment source. */
+export const AMOUNT_TRIGGERS: ReadonlyMap<number, Decline> = new Map([
+  [300, { code: 300, processorCode: null, text: 'DECLINED BY GATEWAY RULES' }],
+  [301, { code: 301, processorCode: null, text: 'DUPLICATE TRANSACTION' }],
+  [421, { code: 421, processorCode: null, text: 'COMMUNICATION ERROR WITH PROCESSOR' }],
+]);
+
+/** Card numbers the issuer declines (ISO 8583 response codes in processor_response_code). */
+export const CARD_TRIGGERS: ReadonlyMap<string, Decline> = new Map([
+  ['4000000000000002', { code: 201, processorCode: '05', text: 'DO NOT HONOR' }],
+  ['4000000000009995', { code: 202, processorCode: '51', text: 'INSUFFICIENT FUNDS' }],
+  ['4000000000000069', { code: 223, processorCode: '54', text: 'EXPIRED CARD' }],
+  ['4000000000000127', { code: 225, processorCode: 'N7', text: 'CVV2 VALUE MISMATCH' }],
+  ['4000000000009987', { code: 251, processorCode: '41', text: 'LOST CARD, PICK UP' }],
+  ['4000000000009979', { code: 252, processorCode: '43', text: 'STOLEN CARD, PICK UP' }],
+]);
+
+/** ACH account numbers the bank returns (NACHA return codes in processor_response_code). */
+export const ACH_TRIGGERS: ReadonlyMap<string, Decline> = new Map([
+  ['9990000001', { code: 202, processorCode: 'R01', text: 'INSUFFICIENT FUNDS' }],
+  ['9990000002', { code: 200, processorCode: 'R02', text: 'ACCOUNT CLOSED' }],
+  ['9990000003', { code: 222, processorCode: 'R03', text: 'NO ACCOUNT/UNABLE TO LOCATE ACCOUNT' }],
+]);
+
+/** A prepaid card holding 10.00: an authorize above it is partially approved, a sale above it declined. */
+export const PREPAID_CARD = '4000000000001109';
+export const PREPAID_BALANCE = 1000;
+
+/** billing_postal_code -> AVS code (Visa's single-letter codes). */
+export const AVS_TRIGGERS: ReadonlyMap<string, string> = new Map([
+  ['11111', 'N'], // no match
+  ['22222', 'A'], // street matches, postal code does not
+  ['33333', 'Z'], // 5-digit postal code matches, street does not
+  ['44444', 'U'], // unavailable
+  ['55555', 'R'], // retry, issuer system unavailable
+  ['66666', 'S'], // AVS not supported
+  ['77777', 'E'], // AVS error
+]);
+
+/** cc_cvc -> CVV code; any other CVC matches ("M"), no CVC gives no CVV result. */
+export const CVV_TRIGGERS: ReadonlyMap<string, string> = new Map([
+  ['111', 'N'], // no match
+  ['1111', 'N'],
+  ['222', 'P'], // not processed
+  ['2222', 'P'],
+  ['333', 'U'], // issuer not certified
+  ['3333', 'U'],
+]);
+
+export function avsFor(postalCode: string | null): string | null {
+  if (postalCode === null) return null;
+  const trigger = AVS_TRIGGERS.get(postalCode);
+  if (trigger) return trigger;
+  return /^[0-9]{5}-?[0-9]{4}$/.test(postalCode) ? 'X' : 'Y';
+}
+
+export function cvvFor(cvc: string | null): string | null {
+  if (cvc === null) return null;
+  return CVV_TRIGGERS.get(cvc) ?? 'M';
+}
+
+const AUTH_CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789';
+
+function authCode(): string {
+  return randomId(6)
+    .split('')
+    .map((c) => AUTH_CODE_ALPHABET[parseInt(c, 32) % AUTH_CODE_ALPHABET.length])
+    .join('');
+}
+
+function decline(decline: Decline, avs: string | null, cvv: string | null): ChargeResult {
+  return {
+    response: decline.code >= 400 ? 'error' : 'declined',
+    responseCode: decline.code,
+    amountAuthorized: 0,
+    authCode: null,
+    processorResponseCode: decline.processorCode,
+    processorResponseText: decline.text,
+    avsResponseCode: avs,
+    cvvResponseCode: cvv,
+  };
+}
+
+function approve(amount: number, code: 100 | 110, avs: string | null, cvv: string | null): ChargeResult {
+  return {
+    response: 'approved',
+    responseCode: code,
+    amountAuthorized: amount,
+    authCode: authCode(),
+    processorResponseCode: code === 100 ? '00' : '10',
+    processorResponseText: code === 100 ? 'APPROVED' : 'PARTIAL APPROVAL',
+    avsResponseCode: avs,
+    cvvResponseCode: cvv,
+  };
+}
+
+/** Decides a charge; pure apart from the random auth code. */
+export function sandboxDecide(charge: Charge): ChargeResult {
+  const gateway = AMOUNT_TRIGGERS.get(charge.amount);
+  // Gateway answers come before the issuer is asked: no AVS or CVV result.
+  if (gateway) return decline(gateway, null, null);
+
+  const payment = charge.payment;
+  if (payment.kind === 'ach') {
+    const returned = ACH_TRIGGERS.get(payment.accountNumber);
+    return returned ? decline(returned, null, null) : approve(charge.amount, 100, null, null);
+  }
+
+  const avs = avsFor(payment.billingPostalCode);
+  const cvv = payment.number === '4000000000000127' ? 'N' : cvvFor(payment.cvc);
+  const issuer = CARD_TRIGGERS.get(payment.number);
+  if (issuer) return decline(issuer, avs, cvv);
+  if (payment.number === PREPAID_CARD && charge.amount > PREPAID_BALANCE && charge.type !== 'credit') {
+    return charge.type === 'authorize'
+      ? approve(PREPAID_BALANCE, 110, avs, cvv)
+      : decline({ code: 202, processorCode: '51', text: 'INSUFFICIENT FUNDS' }, avs, cvv);
+  }
+  return approve(charge.amount, 100, avs, cvv);
+}
+
+export const sandboxProcessor: PaymentProcessor = {
+  type: 'sandbox',
+  charge: async (charge) => sandboxDecide(charge),
+};

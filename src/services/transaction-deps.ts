@@ -1,0 +1,48 @@
+/**
+ * The seam between the transaction engine and the services it consults: card metadata (BIN
+ * lookup), surchargeability (the surcharge rule table) and the customer vault. The engine only
+ * sees this interface; `transactionDepsFromEnv` builds the real one for a call, and tests hand in
+ * their own.
+ */
+import type { Caller, Env } from '../env';
+import { lookupCards, type CardMetadata } from './bin-lookup';
+import { surchargePolicy, type SurchargePolicy } from './surcharge';
+import { resolveVaultPaymentMethod } from './vault';
+
+export type { CardMetadata } from './bin-lookup';
+export type { VaultCustomer, VaultPaymentMethod } from './vault';
+export type { SurchargePolicy } from './surcharge';
+
+/** What `resolveVaultPaymentMethod` answers. */
+export type VaultResolution = Awaited<ReturnType<typeof resolveVaultPaymentMethod>>;
+
+export interface SurchargeRegion {
+  country: string;
+  state: string;
+}
+
+export interface TransactionDeps {
+  /** Card metadata for card numbers, in order (brand, credit/debit, the matched BIN length). */
+  cardMetadata(numbers: readonly string[]): Promise<CardMetadata[]>;
+  /** Whether, and up to which rate, the card may be surcharged in the region (network and jurisdiction rules). */
+  surchargePolicy(
+    card: CardMetadata,
+    region: SurchargeRegion,
+    options: { customerExempt: boolean; now: Date },
+  ): Promise<SurchargePolicy>;
+  /** The merchant's vault customer and the payment method to charge. */
+  resolveVaultPaymentMethod(
+    customerId: string,
+    options: { paymentMethodId?: string; paymentMethodType?: 'card' | 'ach' },
+  ): Promise<VaultResolution>;
+}
+
+/** The real dependencies. The engine asks for the card metadata of a whole call at once. */
+export function transactionDepsFromEnv(env: Env, caller: Caller): TransactionDeps {
+  return {
+    cardMetadata: (numbers) => lookupCards(env, numbers, { enhanced: caller.enhancedBinLookup }),
+    surchargePolicy: (card, region, options) => surchargePolicy(env, card, region, options),
+    resolveVaultPaymentMethod: (customerId, options) =>
+      resolveVaultPaymentMethod(env, caller.merchantId, customerId, options),
+  };
+}
