@@ -22,15 +22,24 @@ export interface CsvRow {
 
 export const CSV_COLUMNS = ['transaction_type', 'cc_number', 'cc_expiration', 'cc_cvc', 'amount', 'order_id', 'description'] as const;
 
-export const validRow: fc.Arbitrary<CsvRow> = fc.record({
-  transaction_type: fc.constantFrom('sale', 'authorize', 'credit'),
-  cc_number: fc.constantFrom(...TEST_CARDS),
-  cc_expiration: fc.constantFrom('12/39', '01/40', '0641'),
-  cc_cvc: fc.constantFrom('123', '999', '4321'),
-  amount: fc.integer({ min: 1, max: 999_999 }).map(String),
-  order_id: fc.stringMatching(/^[A-Za-z0-9]{0,17}$/),
-  description: fc.stringMatching(/^[A-Za-z0-9 ]{0,40}$/),
-});
+/** The sandbox processor's amount triggers (docs/transactions.md): declines and errors, not approvals. */
+const TRIGGER_AMOUNTS = new Set([300, 301, 421]);
+
+export const validRow: fc.Arbitrary<CsvRow> = fc
+  .record({
+    transaction_type: fc.constantFrom('sale', 'authorize', 'credit'),
+    cc_number: fc.constantFrom(...TEST_CARDS),
+    cc_expiration: fc.constantFrom('12/39', '01/40', '0641'),
+    cvcSeed: fc.nat(),
+    amount: fc.integer({ min: 1, max: 999_999 }).filter((n) => !TRIGGER_AMOUNTS.has(n)).map(String),
+    order_id: fc.stringMatching(/^[A-Za-z0-9]{0,17}$/),
+    description: fc.stringMatching(/^[A-Za-z0-9 ]{0,40}$/),
+  })
+  .map(({ cvcSeed, ...row }) => ({
+    ...row,
+    // American Express CVCs have 4 digits, the others 3.
+    cc_cvc: row.cc_number.startsWith('37') ? String(1000 + (cvcSeed % 9000)) : String(100 + (cvcSeed % 900)),
+  }));
 
 /** The rows of a file as text fields, header first. */
 export type CsvTable = string[][];

@@ -5,6 +5,7 @@
  */
 import { env } from 'cloudflare:workers';
 import { admin, call, createMerchant, type TestMerchant } from './api';
+import { waitForStatus } from './batch';
 
 export type Auth = 'secret' | 'any' | 'admin' | 'none';
 
@@ -21,6 +22,10 @@ export interface World {
   tempToken: string;
   /** The owner's key id (admin DELETE /admin/keys/{id} revokes a spare one). */
   spareKeyId: string;
+  /** A transaction of the owner (POST /api/transaction). */
+  transactionId: string;
+  /** A completed batch of the owner. */
+  batchId: string;
 }
 
 export interface Endpoint {
@@ -91,6 +96,57 @@ export const endpoints: Endpoint[] = [
     okStatus: 200,
   },
   {
+    route: 'GET /admin/merchants/:id/processors',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.owner.id}/processors`,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /admin/merchants/:id/processors',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.intruder.id}/processors`,
+    body: () => ({ name: 'Sandbox West', type: 'sandbox', is_default: false }),
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/transaction',
+    auth: 'secret',
+    path: () => '/api/transaction',
+    body: (w) => ({ transaction_type: 'sale', customer_id: w.customerId, amount: 1250 }),
+    owned: true,
+    crossStatus: 400, // docs/transactions.md: another merchant's vault customer is a validation error
+    okStatus: 201,
+  },
+  {
+    route: 'GET /api/transaction/:id',
+    auth: 'secret',
+    path: (w) => `/api/transaction/${w.transactionId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/filebatch',
+    auth: 'secret',
+    path: () => '/api/filebatch',
+    body: () => batchForm(),
+    okStatus: 200,
+  },
+  { route: 'GET /api/filebatch', auth: 'secret', path: () => '/api/filebatch', okStatus: 200 },
+  {
+    route: 'GET /api/filebatch/:id',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'GET /api/filebatch/:id/download',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}/download`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
     route: 'POST /api/lookup/bin/protected',
     auth: 'secret',
     path: () => '/api/lookup/bin/protected',
@@ -155,6 +211,15 @@ export const endpoints: Endpoint[] = [
   },
 ];
 
+/** A small batch file as the upload form carries it. */
+export function batchForm(rows = 2): FormData {
+  const lines = ['"transaction_type","amount","cc_number","cc_expiration"'];
+  for (let i = 0; i < rows; i++) lines.push(`"sale","${100 + i}","${CARD}","12/39"`);
+  const form = new FormData();
+  form.append('file', new File([`${lines.join('\n')}\n`], 'table.csv', { type: 'text/csv' }));
+  return form;
+}
+
 async function json<T>(response: Response, expected: number, what: string): Promise<T> {
   if (response.status !== expected) throw new Error(`${what}: ${response.status} ${await response.text()}`);
   return (await response.json<{ data: T }>()).data;
@@ -198,6 +263,17 @@ export async function buildWorld(): Promise<World> {
     if (response.status !== 204) throw new Error(`revoke: ${response.status}`);
   }
 
+  const sale = await json<{ id: string }>(
+    await call('POST', '/api/transaction', {
+      key: owner.secretKey,
+      body: { transaction_type: 'sale', cc_number: CARD, cc_expiration: '12/39', amount: 990 },
+    }),
+    201,
+    'transaction',
+  );
+  const batch = await json<{ id: string }>(await call('POST', '/api/filebatch', { key: owner.secretKey, body: batchForm() }), 200, 'batch');
+  await waitForStatus(owner.secretKey, batch.id, 'completed');
+
   return {
     owner,
     intruder,
@@ -207,6 +283,8 @@ export async function buildWorld(): Promise<World> {
     paymentMethodId: customer.default_payment_method_id,
     tempToken: token.temp_token,
     spareKeyId: spare.id,
+    transactionId: sale.id,
+    batchId: batch.id,
   };
 }
 
