@@ -5,7 +5,6 @@
  */
 import { env } from 'cloudflare:workers';
 import { admin, call, createMerchant, type TestMerchant } from './api';
-import { waitForStatus } from './batch';
 
 export type Auth = 'secret' | 'any' | 'admin' | 'none';
 
@@ -24,8 +23,6 @@ export interface World {
   spareKeyId: string;
   /** A transaction of the owner (POST /api/transaction). */
   transactionId: string;
-  /** A completed batch of the owner. */
-  batchId: string;
 }
 
 export interface Endpoint {
@@ -125,28 +122,6 @@ export const endpoints: Endpoint[] = [
     okStatus: 200,
   },
   {
-    route: 'POST /api/filebatch',
-    auth: 'secret',
-    path: () => '/api/filebatch',
-    body: () => batchForm(),
-    okStatus: 200,
-  },
-  { route: 'GET /api/filebatch', auth: 'secret', path: () => '/api/filebatch', okStatus: 200 },
-  {
-    route: 'GET /api/filebatch/:id',
-    auth: 'secret',
-    path: (w) => `/api/filebatch/${w.batchId}`,
-    owned: true,
-    okStatus: 200,
-  },
-  {
-    route: 'GET /api/filebatch/:id/download',
-    auth: 'secret',
-    path: (w) => `/api/filebatch/${w.batchId}/download`,
-    owned: true,
-    okStatus: 200,
-  },
-  {
     route: 'POST /api/lookup/bin/protected',
     auth: 'secret',
     path: () => '/api/lookup/bin/protected',
@@ -211,15 +186,6 @@ export const endpoints: Endpoint[] = [
   },
 ];
 
-/** A small batch file as the upload form carries it. */
-export function batchForm(rows = 2): FormData {
-  const lines = ['"transaction_type","amount","cc_number","cc_expiration"'];
-  for (let i = 0; i < rows; i++) lines.push(`"sale","${100 + i}","${CARD}","12/39"`);
-  const form = new FormData();
-  form.append('file', new File([`${lines.join('\n')}\n`], 'table.csv', { type: 'text/csv' }));
-  return form;
-}
-
 async function json<T>(response: Response, expected: number, what: string): Promise<T> {
   if (response.status !== expected) throw new Error(`${what}: ${response.status} ${await response.text()}`);
   return (await response.json<{ data: T }>()).data;
@@ -271,8 +237,6 @@ export async function buildWorld(): Promise<World> {
     201,
     'transaction',
   );
-  const batch = await json<{ id: string }>(await call('POST', '/api/filebatch', { key: owner.secretKey, body: batchForm() }), 200, 'batch');
-  await waitForStatus(owner.secretKey, batch.id, 'completed');
 
   return {
     owner,
@@ -284,7 +248,6 @@ export async function buildWorld(): Promise<World> {
     tempToken: token.temp_token,
     spareKeyId: spare.id,
     transactionId: sale.id,
-    batchId: batch.id,
   };
 }
 

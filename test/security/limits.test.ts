@@ -173,6 +173,27 @@ describe('field length limits', () => {
       longest: 'ABC',
       acceptedStatus: [200],
     },
+    ...(
+      [
+        ['transaction description (100)', 'description', 'd'.repeat(100)],
+        ['transaction order_id (17)', 'order_id', 'o'.repeat(17)],
+        ['transaction po_number (17)', 'po_number', 'p'.repeat(17)],
+        ['transaction billing_city (255)', 'billing_city', 'c'.repeat(255)],
+        ['transaction shipping_address_line_1 (255)', 'shipping_address_line_1', 's'.repeat(255)],
+        ['transaction amount (99,999,999,999)', 'amount', '99999999999'],
+      ] as const
+    ).map(
+      ([what, field, longest]): FieldLimit => ({
+        what,
+        method: 'POST',
+        path: '/api/transaction',
+        key: () => shop.secretKey,
+        body: (value) => ({ transaction_type: 'authorize', cc_number: '4242424242424242', cc_expiration: '12/39', amount: '100', [field]: value }),
+        field,
+        longest,
+        acceptedStatus: [201],
+      }),
+    ),
     {
       what: 'merchant name (100)',
       method: 'POST',
