@@ -246,6 +246,13 @@ describe('card data through every door', () => {
       const response = await sale(body);
       expect(response.status, JSON.stringify(body)).toBe(400);
     }
+    // The card number as the idempotency key (stored and answered as given).
+    const keyed = await say('POST', '/api/transaction', {
+      key: shop.secretKey,
+      body: { ...card, cc_number: CARDS.visa },
+      headers: { 'Idempotency-Key': `order-${CARDS.visa}` },
+    });
+    expect(keyed.status).toBe(400);
     expect((await sale({ ...card, cc_number: CARDS.visa }, shop.publicKey)).status).toBe(401);
   });
 
