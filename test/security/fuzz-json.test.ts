@@ -192,6 +192,24 @@ describe.each(doors)('$name under hostile JSON', (door) => {
     );
   });
 
+  it('digits of other scripts (Arabic-Indic, Devanagari, fullwidth ...) never pass as digits: 400 naming the field', async () => {
+    const digitFields = Object.keys(door.strictFields).filter((path) => /number|bin|cvc|amount/.test(path));
+    if (digitFields.length === 0) return;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...digitFields), unicodeDigits(3, 19), async (path, value) => {
+        const response = await send(door, JSON.stringify(withField(door.valid(), path, value)));
+        expect(response.status).toBe(400);
+        expect((await expectFailedEnvelope(response)).msg).toContain(door.strictFields[path]);
+      }),
+      fuzzRuns(30),
+    );
+    // The classic: a whole card number typed on an Arabic keyboard.
+    const arabic = '٤٢٤٢٤٢٤٢٤٢٤٢٤٢٤٢';
+    const response = await send(door, JSON.stringify(withField(door.valid(), digitFields[0] ?? '', arabic)));
+    expect(response.status).toBe(400);
+    await response.body?.cancel();
+  });
+
   it('an unknown field with any value: 400 naming the field (or ignored where documented), never a 500', async () => {
     await fc.assert(
       fc.asyncProperty(
