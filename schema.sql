@@ -279,3 +279,27 @@ CREATE INDEX IF NOT EXISTS transactions_batch ON transactions(batch_id) WHERE ba
 
 -- == Batches =================================================================================
 
+-- Ownership, listing and retention of batch files. The live state and counters are in the batch's
+-- Durable Object (BatchProgress); `status`, `processed_lines` and `failure_reason` here are written
+-- by that object at each transition so listing and the retention cron need no object calls.
+-- `columns` is the file's header (JSON array of names): chunk consumers map fields with it.
+-- The uploaded file itself (card numbers, CVCs) is only in R2, and only until the batch ends.
+CREATE TABLE IF NOT EXISTS batches (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  key_id TEXT NOT NULL,
+  file_name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'queued', 'processing', 'completed', 'failed')),
+  num_lines INTEGER NOT NULL,
+  num_chunks INTEGER NOT NULL,
+  processed_lines INTEGER NOT NULL DEFAULT 0,
+  columns TEXT NOT NULL,
+  ip_address TEXT,
+  failure_reason TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  ended_at TEXT,
+  results_deleted_at TEXT
+);
+CREATE INDEX IF NOT EXISTS batches_merchant_created ON batches(merchant_id, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS batches_retention ON batches(ended_at) WHERE results_deleted_at IS NULL;

@@ -1,9 +1,27 @@
 /** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention. */
 import { app } from './app';
 import type { Env } from './env';
+import { systemClock } from './lib/time';
+import { consumeChunks } from './queues/chunk-consumer';
+import { consumeDeadLetters } from './queues/dead-letter-consumer';
+import { CHUNK_QUEUE, DEAD_LETTER_QUEUE } from './queues/names';
+import { deleteExpiredResults } from './services/batches';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 
 export default {
   fetch: app.fetch,
-} satisfies ExportedHandler<Env>;
+
+  async queue(batch, env) {
+    if (batch.queue === DEAD_LETTER_QUEUE) return consumeDeadLetters(batch, env);
+    if (batch.queue === CHUNK_QUEUE) return consumeChunks(batch, env, systemClock);
+    console.error(JSON.stringify({ level: 'error', event: 'unknown_queue', queue: batch.queue }));
+    batch.retryAll();
+  },
+
+  async scheduled(controller, env) {
+    // The scheduled time is the clock: tests pick it with createScheduledController.
+    const swept = await deleteExpiredResults(env, () => new Date(controller.scheduledTime));
+    console.log(JSON.stringify({ level: 'info', event: 'batch_retention', swept }));
+  },
+} satisfies ExportedHandler<Env, unknown>;

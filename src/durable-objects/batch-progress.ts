@@ -1,5 +1,271 @@
+/**
+ * One object per batch (`env.BATCH_PROGRESS.getByName(batchId)`): the batch's state machine and
+ * live counters in SQLite, the set of chunks done, and the stall watchdog (an alarm).
+ *
+ *   pending ──markQueued──> queued ──first recordChunk──> processing ──last chunk──> completed
+ *      └────────────── fail (dead letter, stall, missing file) ─────────────────> failed
+ *
+ * Each transition is mirrored into D1 (`batches`) and, when the batch ends, the uploaded file is
+ * deleted from R2: it holds card numbers and CVCs. Those side effects are idempotent and re-run
+ * when a caller repeats a call on an ended batch, so a failure after the SQLite commit heals.
+ */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
+import type { CsvChunk } from '../lib/csv';
+import { isoTimestamp } from '../lib/time';
+import type { ChunkMessage } from '../schemas/queue';
+import { deleteUpload } from '../storage/batch-files';
+import { updateBatchState, type BatchStatus } from '../storage/batches';
 
-/** One per batch: its state machine and progress counters (SQLite storage, RPC methods). */
-export class BatchProgress extends DurableObject<Env> {}
+export interface BatchSnapshot {
+  batchId: string;
+  status: BatchStatus;
+  numLines: number;
+  processedLines: number;
+  numChunks: number;
+  chunksDone: number;
+  failureReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface BatchInit {
+  batchId: string;
+  numLines: number;
+  chunks: CsvChunk[];
+  createdAt: string;
+}
+
+export interface ChunkRecorded {
+  /** False when this chunk had been recorded before (a redelivery) or the batch had ended. */
+  counted: boolean;
+  batch: BatchSnapshot;
+}
+
+type StateRow = {
+  batch_id: string;
+  status: BatchStatus;
+  num_lines: number;
+  processed_lines: number;
+  num_chunks: number;
+  chunks_done: number;
+  requeued: number;
+  failure_reason: string | null;
+  created_at: string;
+  updated_at: string;
+};
+
+const ENDED: ReadonlySet<BatchStatus> = new Set(['completed', 'failed']);
+
+export class BatchProgress extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.storage.sql.exec(`
+      CREATE TABLE IF NOT EXISTS state (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        batch_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        num_lines INTEGER NOT NULL,
+        processed_lines INTEGER NOT NULL DEFAULT 0,
+        num_chunks INTEGER NOT NULL,
+        chunks_done INTEGER NOT NULL DEFAULT 0,
+        requeued INTEGER NOT NULL DEFAULT 0,
+        failure_reason TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS chunks (
+        chunk INTEGER PRIMARY KEY,
+        byte_offset INTEGER NOT NULL,
+        byte_length INTEGER NOT NULL,
+        first_line INTEGER NOT NULL,
+        rows INTEGER NOT NULL,
+        done_at TEXT
+      );
+    `);
+  }
+
+  /** Creates the batch in `pending` with its chunk map; a repeated call answers the existing state. */
+  async init(input: BatchInit): Promise<BatchSnapshot> {
+    const existing = this.#state();
+    if (existing) return toSnapshot(existing);
+    const sql = this.ctx.storage.sql;
+    this.ctx.storage.transactionSync(() => {
+      sql.exec(
+        `INSERT INTO state (singleton, batch_id, status, num_lines, num_chunks, created_at, updated_at)
+         VALUES (1, ?, 'pending', ?, ?, ?, ?)`,
+        input.batchId,
+        input.numLines,
+        input.chunks.length,
+        input.createdAt,
+        input.createdAt,
+      );
+      for (const chunk of input.chunks) {
+        sql.exec(
+          'INSERT INTO chunks (chunk, byte_offset, byte_length, first_line, rows) VALUES (?, ?, ?, ?, ?)',
+          chunk.index,
+          chunk.offset,
+          chunk.length,
+          chunk.firstLine,
+          chunk.rows,
+        );
+      }
+    });
+    await this.#armWatchdog();
+    return toSnapshot(this.#requireState());
+  }
+
+  /** pending → queued, once every chunk message has been sent. No effect in any other state. */
+  async markQueued(): Promise<BatchSnapshot> {
+    const state = this.#requireState();
+    if (state.status !== 'pending') return toSnapshot(state);
+    return this.#transition('queued', null);
+  }
+
+  /**
+   * Records a chunk's rows as processed, once however often it is delivered. The first chunk moves
+   * the batch to `processing`, the last one to `completed`.
+   */
+  async recordChunk(chunk: number): Promise<ChunkRecorded> {
+    const state = this.#requireState();
+    if (ENDED.has(state.status)) {
+      await this.#afterEnd(state);
+      return { counted: false, batch: toSnapshot(state) };
+    }
+    const now = isoTimestamp(new Date());
+    const marked = this.ctx.storage.sql
+      .exec<{ rows: number }>('UPDATE chunks SET done_at = ? WHERE chunk = ? AND done_at IS NULL RETURNING rows', now, chunk)
+      .toArray()[0];
+    if (!marked) return { counted: false, batch: toSnapshot(state) };
+    this.ctx.storage.sql.exec(
+      'UPDATE state SET processed_lines = processed_lines + ?, chunks_done = chunks_done + 1, updated_at = ?',
+      marked.rows,
+      now,
+    );
+    const updated = this.#requireState();
+    if (updated.chunks_done === updated.num_chunks) {
+      return { counted: true, batch: await this.#transition('completed', null) };
+    }
+    await this.#armWatchdog();
+    if (updated.status !== 'processing') return { counted: true, batch: await this.#transition('processing', null) };
+    return { counted: true, batch: toSnapshot(updated) };
+  }
+
+  /** Ends the batch as failed with a reason (the first reason wins). No effect once ended; null if never initialised. */
+  async fail(reason: string): Promise<BatchSnapshot | null> {
+    const state = this.#state();
+    if (!state) return null;
+    if (ENDED.has(state.status)) {
+      await this.#afterEnd(state);
+      return toSnapshot(state);
+    }
+    return this.#transition('failed', reason);
+  }
+
+  /** The live state, or null when no batch was initialised under this name. */
+  async snapshot(): Promise<BatchSnapshot | null> {
+    const state = this.#state();
+    return state ? toSnapshot(state) : null;
+  }
+
+  /**
+   * The stall watchdog: every bit of progress pushes the alarm back, so when it fires the batch has
+   * made none for BATCH_STALL_MINUTES. The first time, the chunks not yet done are sent again (their
+   * messages may have been lost, or never sent); the second time, the batch fails.
+   */
+  override async alarm(): Promise<void> {
+    const state = this.#state();
+    if (!state || ENDED.has(state.status)) return;
+    if (state.requeued === 0) {
+      this.ctx.storage.sql.exec('UPDATE state SET requeued = 1');
+      const messages = this.ctx.storage.sql
+        .exec<{ chunk: number; byte_offset: number; byte_length: number; first_line: number }>(
+          'SELECT chunk, byte_offset, byte_length, first_line FROM chunks WHERE done_at IS NULL ORDER BY chunk',
+        )
+        .toArray()
+        .map((row): ChunkMessage => ({
+          batchId: state.batch_id,
+          chunk: row.chunk,
+          offset: row.byte_offset,
+          length: row.byte_length,
+          firstLine: row.first_line,
+        }));
+      for (let i = 0; i < messages.length; i += 100) {
+        await this.env.BATCH_QUEUE.sendBatch(messages.slice(i, i + 100).map((body) => ({ body })));
+      }
+      console.warn(JSON.stringify({ level: 'warn', event: 'batch_stalled_requeued', batch_id: state.batch_id, chunks: messages.length }));
+      if (state.status === 'pending') await this.#transition('queued', null);
+      await this.#armWatchdog();
+      return;
+    }
+    const minutes = this.#stallMinutes();
+    await this.#transition('failed', `no progress for ${minutes} minutes, even after re-enqueueing the missing chunks`);
+  }
+
+  async #transition(status: BatchStatus, reason: string | null): Promise<BatchSnapshot> {
+    const now = isoTimestamp(new Date());
+    this.ctx.storage.sql.exec(
+      'UPDATE state SET status = ?, updated_at = ?, failure_reason = COALESCE(failure_reason, ?)',
+      status,
+      now,
+      reason,
+    );
+    const state = this.#requireState();
+    if (ENDED.has(status)) {
+      await this.ctx.storage.deleteAlarm();
+      await this.#afterEnd(state);
+    } else {
+      await this.#mirror(state);
+    }
+    return toSnapshot(state);
+  }
+
+  /** The effects of an ended batch: D1 mirror, uploaded file deleted. Safe to repeat. */
+  async #afterEnd(state: StateRow): Promise<void> {
+    await deleteUpload(this.env.FILES, state.batch_id);
+    await this.#mirror(state);
+  }
+
+  async #mirror(state: StateRow): Promise<void> {
+    await updateBatchState(this.env.DB, state.batch_id, {
+      status: state.status,
+      processedLines: state.processed_lines,
+      updatedAt: state.updated_at,
+      endedAt: ENDED.has(state.status) ? state.updated_at : null,
+      failureReason: state.failure_reason,
+    });
+  }
+
+  async #armWatchdog(): Promise<void> {
+    await this.ctx.storage.setAlarm(Date.now() + this.#stallMinutes() * 60_000);
+  }
+
+  #stallMinutes(): number {
+    const minutes = Number(this.env.BATCH_STALL_MINUTES);
+    return Number.isFinite(minutes) && minutes > 0 ? minutes : 10;
+  }
+
+  #state(): StateRow | null {
+    return this.ctx.storage.sql.exec<StateRow>('SELECT * FROM state').toArray()[0] ?? null;
+  }
+
+  #requireState(): StateRow {
+    const state = this.#state();
+    if (!state) throw new Error('batch progress used before init');
+    return state;
+  }
+}
+
+function toSnapshot(state: StateRow): BatchSnapshot {
+  return {
+    batchId: state.batch_id,
+    status: state.status,
+    numLines: state.num_lines,
+    processedLines: state.processed_lines,
+    numChunks: state.num_chunks,
+    chunksDone: state.chunks_done,
+    failureReason: state.failure_reason,
+    createdAt: state.created_at,
+    updatedAt: state.updated_at,
+  };
+}

@@ -1,0 +1,3 @@
+/** Queue names as in wrangler.toml: one Worker consumes both, told apart by `batch.queue`. */
+export const CHUNK_QUEUE = 'binbatch-chunks';
+export const DEAD_LETTER_QUEUE = 'binbatch-chunks-dlq';

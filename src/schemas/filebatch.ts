@@ -1,0 +1,15 @@
+import { z } from 'zod';
+
+export const batchIdParamSchema = z.object({
+  id: z.string().regex(/^[a-z0-9_]{1,64}$/, 'malformed batch id'),
+});
+
+/** Raw CSV uploads (Content-Type: text/csv) name the file in the query string. */
+export const uploadQuerySchema = z.object({
+  file_name: z.string().trim().min(1, 'must not be empty').max(255, 'must be at most 255 characters').optional(),
+});
+
+export const listQuerySchema = z.object({
+  limit: z.coerce.number('must be an integer').int('must be an integer').min(1, 'must be 1 or more').max(100, 'must be at most 100').default(20),
+  offset: z.coerce.number('must be an integer').int('must be an integer').min(0, 'must be 0 or more').default(0),
+});

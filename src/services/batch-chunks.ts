@@ -1,0 +1,97 @@
+/**
+ * The work of one chunk message: read its rows from the uploaded file (an R2 range read), run them
+ * through the transaction engine in one call, store the result part, and record the chunk in the
+ * batch's Durable Object. Safe to repeat: each row's idempotency key is `{batchId}:{line}`, so a row
+ * recorded by an earlier attempt comes back `replayed`, never charged twice; the result part is
+ * overwritten with the same lines; and the object counts a chunk once.
+ */
+import type { Env } from '../env';
+import { parseChunkRows, toCsvLine } from '../lib/csv';
+import type { Clock } from '../lib/time';
+import type { ChunkMessage } from '../schemas/queue';
+import {
+  RESULT_COLUMNS,
+  type InputColumn,
+  type TransactionInput,
+  type TransactionOutcome,
+  type TransactionRecord,
+  type TransactionRequest,
+} from '../schemas/transaction';
+import { putResultPart, readUploadRange } from '../storage/batch-files';
+import { findBatchWithCaller } from '../storage/batches';
+import { processTransactions } from './transactions';
+
+export type ChunkOutcome =
+  | { ok: true; counted: boolean }
+  /** Nothing to do: no such batch, or it has ended (its uploaded file is gone). */
+  | { ok: false; reason: 'unknown_batch' | 'batch_ended' };
+
+export function rowIdempotencyKey(batchId: string, line: number): string {
+  return `${batchId}:${line}`;
+}
+
+export async function processChunk(env: Env, message: ChunkMessage, clock: Clock): Promise<ChunkOutcome> {
+  const found = await findBatchWithCaller(env.DB, message.batchId);
+  if (!found) return { ok: false, reason: 'unknown_batch' };
+  const { batch, caller } = found;
+  const progress = env.BATCH_PROGRESS.getByName(batch.id);
+
+  const text = await readUploadRange(env.FILES, batch.id, message.offset, message.length);
+  if (text === null) {
+    // The file is deleted when the batch ends; if it vanished while running, the batch cannot finish.
+    const live = await progress.snapshot();
+    if (live && (live.status === 'completed' || live.status === 'failed')) return { ok: false, reason: 'batch_ended' };
+    await progress.fail('the uploaded file is missing from storage');
+    return { ok: false, reason: 'batch_ended' };
+  }
+
+  const requests: TransactionRequest[] = parseChunkRows(text, message.firstLine).map((row) => ({
+    input: toInput(batch.columns, row.fields),
+    idempotencyKey: rowIdempotencyKey(batch.id, row.line),
+    line: row.line,
+  }));
+  const outcomes = await processTransactions(
+    env,
+    caller,
+    requests,
+    { source: 'batch', ipAddress: batch.ip_address, batchId: batch.id },
+    clock,
+  );
+  if (outcomes.length !== requests.length) {
+    throw new Error(`engine answered ${outcomes.length} outcomes for ${requests.length} rows`);
+  }
+  let csv = '';
+  for (const [index, outcome] of outcomes.entries()) csv += resultLine(outcome, requests[index]?.idempotencyKey ?? '');
+  await putResultPart(env.FILES, batch.id, message.chunk, csv);
+  const { counted } = await progress.recordChunk(message.chunk);
+  return { ok: true, counted };
+}
+
+/** Header names → field values; an empty field is an absent value. */
+function toInput(columns: string[], fields: string[]): TransactionInput {
+  const input: TransactionInput = {};
+  for (const [index, column] of columns.entries()) {
+    const value = fields[index];
+    if (value !== undefined && value !== '') input[column as InputColumn] = value;
+  }
+  return input;
+}
+
+function resultLine(outcome: TransactionOutcome, idempotencyKey: string): string {
+  const record: TransactionRecord | null = outcome.record;
+  if (record) return toCsvLine(RESULT_COLUMNS.map((column) => record[column]));
+  // Only the API's idempotency conflict has no record; a batch row still gets exactly one line.
+  return toCsvLine(
+    RESULT_COLUMNS.map((column) =>
+      column === 'idempotency_key'
+        ? idempotencyKey
+        : column === 'response'
+          ? 'error'
+          : column === 'processor_response_text'
+            ? outcome.ok
+              ? ''
+              : outcome.errors.map((e) => `${e.field}: ${e.msg}`).join('; ')
+            : null,
+    ),
+  );
+}

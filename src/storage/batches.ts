@@ -1,0 +1,147 @@
+/** D1 access for the `batches` table: ownership, listing and retention (live state is in the Durable Object). */
+import type { Caller } from '../env';
+
+export type BatchStatus = 'pending' | 'queued' | 'processing' | 'completed' | 'failed';
+
+export interface BatchRow {
+  id: string;
+  merchant_id: string;
+  key_id: string;
+  file_name: string;
+  status: BatchStatus;
+  num_lines: number;
+  num_chunks: number;
+  processed_lines: number;
+  columns: string[];
+  ip_address: string | null;
+  failure_reason: string | null;
+  created_at: string;
+  updated_at: string;
+  ended_at: string | null;
+  results_deleted_at: string | null;
+}
+
+type StoredBatchRow = Omit<BatchRow, 'columns'> & { columns: string };
+
+function toBatch(row: StoredBatchRow): BatchRow {
+  return { ...row, columns: JSON.parse(row.columns) as string[] };
+}
+
+export function insertBatchStatement(db: D1Database, batch: BatchRow): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO batches (id, merchant_id, key_id, file_name, status, num_lines, num_chunks, processed_lines,
+                            columns, ip_address, failure_reason, created_at, updated_at, ended_at, results_deleted_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`,
+    )
+    .bind(
+      batch.id,
+      batch.merchant_id,
+      batch.key_id,
+      batch.file_name,
+      batch.status,
+      batch.num_lines,
+      batch.num_chunks,
+      batch.processed_lines,
+      JSON.stringify(batch.columns),
+      batch.ip_address,
+      batch.failure_reason,
+      batch.created_at,
+      batch.updated_at,
+      batch.ended_at,
+      batch.results_deleted_at,
+    );
+}
+
+/** The batch if it belongs to this merchant; null for an unknown id or another merchant's batch. */
+export async function findMerchantBatch(db: D1Database, merchantId: string, id: string): Promise<BatchRow | null> {
+  const row = await db
+    .prepare('SELECT * FROM batches WHERE id = ?1 AND merchant_id = ?2')
+    .bind(id, merchantId)
+    .first<StoredBatchRow>();
+  return row ? toBatch(row) : null;
+}
+
+/** A batch with the caller who uploaded it, rebuilt for the chunk consumer (one query per chunk). */
+export async function findBatchWithCaller(
+  db: D1Database,
+  id: string,
+): Promise<{ batch: BatchRow; caller: Caller } | null> {
+  const row = await db
+    .prepare(
+      `SELECT b.*, m.name AS merchant_name, m.enhanced_bin_lookup, m.surcharge_rate_bps, k.type AS key_type
+       FROM batches b JOIN merchants m ON m.id = b.merchant_id JOIN api_keys k ON k.id = b.key_id
+       WHERE b.id = ?1`,
+    )
+    .bind(id)
+    .first<StoredBatchRow & { merchant_name: string; enhanced_bin_lookup: number; surcharge_rate_bps: number; key_type: Caller['keyType'] }>();
+  if (!row) return null;
+  const { merchant_name, enhanced_bin_lookup, surcharge_rate_bps, key_type, ...batch } = row;
+  return {
+    batch: toBatch(batch),
+    caller: {
+      merchantId: row.merchant_id,
+      merchantName: merchant_name,
+      keyId: row.key_id,
+      keyType: key_type,
+      enhancedBinLookup: enhanced_bin_lookup === 1,
+      surchargeRateBps: surcharge_rate_bps,
+    },
+  };
+}
+
+/** One page of a merchant's batches, newest first, and how many there are in all. */
+export async function listMerchantBatches(
+  db: D1Database,
+  merchantId: string,
+  limit: number,
+  offset: number,
+): Promise<{ batches: BatchRow[]; total: number }> {
+  const [page, count] = await db.batch([
+    db
+      .prepare('SELECT * FROM batches WHERE merchant_id = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2 OFFSET ?3')
+      .bind(merchantId, limit, offset),
+    db.prepare('SELECT COUNT(*) AS total FROM batches WHERE merchant_id = ?1').bind(merchantId),
+  ]);
+  const rows = (page?.results ?? []) as StoredBatchRow[];
+  const total = ((count?.results ?? [])[0] as { total: number } | undefined)?.total ?? 0;
+  return { batches: rows.map(toBatch), total };
+}
+
+export interface BatchStateChange {
+  status: BatchStatus;
+  processedLines: number;
+  updatedAt: string;
+  /** Set when the batch completes or fails. */
+  endedAt: string | null;
+  failureReason: string | null;
+}
+
+/** Mirrors the Durable Object's state (called by it at each transition). */
+export async function updateBatchState(db: D1Database, id: string, change: BatchStateChange): Promise<void> {
+  await db
+    .prepare(
+      `UPDATE batches SET status = ?2, processed_lines = ?3, updated_at = ?4,
+              ended_at = COALESCE(ended_at, ?5), failure_reason = COALESCE(failure_reason, ?6)
+       WHERE id = ?1`,
+    )
+    .bind(id, change.status, change.processedLines, change.updatedAt, change.endedAt, change.failureReason)
+    .run();
+}
+
+/** Ended batches (completed or failed) whose results are still stored and ended before `cutoff`. */
+export async function listBatchesEndedBefore(db: D1Database, cutoff: string, limit: number): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT id FROM batches WHERE results_deleted_at IS NULL AND ended_at IS NOT NULL AND ended_at < ?1
+       ORDER BY ended_at LIMIT ?2`,
+    )
+    .bind(cutoff, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
+}
+
+export async function markResultsDeleted(db: D1Database, ids: string[], at: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db.batch(ids.map((id) => db.prepare('UPDATE batches SET results_deleted_at = ?2 WHERE id = ?1').bind(id, at)));
+}

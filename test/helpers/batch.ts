@@ -1,0 +1,131 @@
+/** Helpers for batch-file tests: building CSVs, uploading them, waiting on the real queue. */
+import { env } from 'cloudflare:workers';
+import { createExecutionContext, createMessageBatch, getQueueResult, type QueueResult } from 'cloudflare:test';
+import { vi } from 'vitest';
+import worker from '../../src/index';
+import { systemClock } from '../../src/lib/time';
+import type { Env } from '../../src/env';
+import type { ChunkMessage } from '../../src/schemas/queue';
+import { uploadBatch } from '../../src/services/batches';
+import { authenticateKey } from '../../src/services/merchants';
+import { call } from './api';
+
+/** Tests that wait on the real queue get room for a busy machine (vitest's default is 5 s). */
+export const QUEUE_TEST_TIMEOUT = 60_000;
+
+export interface BatchRecord {
+  id: string;
+  user_id: string;
+  file_name: string;
+  status: string;
+  num_lines: number;
+  processed_lines: number;
+  created_at: string;
+  updated_at: string;
+  failure_reason?: string;
+}
+
+/** A file in SPEC.md's format: every field quoted, "\n" line ends. */
+export function csv(header: string[], rows: string[][], lineEnd = '\n'): string {
+  const line = (fields: string[]) => fields.map((field) => `"${field}"`).join(',') + lineEnd;
+  return line(header) + rows.map(line).join('');
+}
+
+export const CARD_HEADER = ['transaction_type', 'amount', 'cc_number', 'cc_expiration', 'order_id'];
+
+/** `count` valid card sales with distinct order ids (amounts 1000, 1001, ...: clear of the sandbox's decline amounts). */
+export function saleRows(count: number): string[][] {
+  return Array.from({ length: count }, (_, i) => ['sale', String(1000 + i), '4111111111111111', '12/30', `ord${i + 1}`]);
+}
+
+export function uploadMultipart(key: string, text: string | Uint8Array, fileName = 'batch.csv'): Promise<Response> {
+  const form = new FormData();
+  form.append('file', new File([text], fileName, { type: 'text/csv' }));
+  return call('POST', '/api/filebatch', { key, body: form });
+}
+
+export function uploadRaw(key: string, text: string, fileName = 'raw.csv'): Promise<Response> {
+  return call('POST', `/api/filebatch?file_name=${encodeURIComponent(fileName)}`, {
+    key,
+    body: text,
+    headers: { 'Content-Type': 'text/csv' },
+  });
+}
+
+export async function uploadOk(key: string, text: string, fileName?: string): Promise<string> {
+  const response = await uploadMultipart(key, text, fileName);
+  if (response.status !== 200) throw new Error(`upload failed: ${response.status} ${await response.text()}`);
+  return (await response.json<{ data: { id: string } }>()).data.id;
+}
+
+export async function status(key: string, id: string): Promise<BatchRecord> {
+  const response = await call('GET', `/api/filebatch/${id}`, { key });
+  if (response.status !== 200) throw new Error(`status failed: ${response.status} ${await response.text()}`);
+  return response.json<BatchRecord>();
+}
+
+/**
+ * Waits for the real queue and Durable Object to move the batch to `wanted` (the test config flushes
+ * queue batches every 50 ms). Statuses are collected to check the path taken.
+ */
+export async function waitForStatus(key: string, id: string, wanted: string, seen: string[] = []): Promise<BatchRecord> {
+  return vi.waitFor(
+    async () => {
+      const record = await status(key, id);
+      if (seen[seen.length - 1] !== record.status) seen.push(record.status);
+      if (record.status !== wanted) throw new Error(`batch ${id} is ${record.status}, waiting for ${wanted}`);
+      return record;
+    },
+    { timeout: QUEUE_TEST_TIMEOUT - 2_000, interval: 10 },
+  );
+}
+
+/** Parses a result CSV (every field quoted, no quote inside) into header + rows. */
+export function parseResult(text: string): { header: string[]; rows: Record<string, string>[] } {
+  const lines = text.split('\n').filter((line) => line.length > 0);
+  const split = (line: string) => line.slice(1, -1).split('","');
+  const header = split(lines[0] ?? '');
+  const rows = lines.slice(1).map((line) => Object.fromEntries(split(line).map((value, i) => [header[i] ?? `?${i}`, value])));
+  return { header, rows };
+}
+
+/**
+ * Creates a batch through the upload service without sending its chunk messages, so a test can
+ * deliver them itself (to the consumer directly) while the real queue stays out of the way.
+ */
+export async function createUnqueuedBatch(
+  secretKey: string,
+  text: string,
+  fileName = 'batch.csv',
+): Promise<{ id: string; messages: ChunkMessage[] }> {
+  const caller = await authenticateKey(env, secretKey);
+  if (!caller) throw new Error('unknown key');
+  const bytes = new TextEncoder().encode(text);
+  async function* source() {
+    yield bytes;
+  }
+  const outcome = await uploadBatch(env, caller, { fileName, bytes: source() }, '203.0.113.7', systemClock);
+  if (!outcome.ok) throw new Error(outcome.msg);
+  return { id: outcome.batch.id, messages: outcome.messages };
+}
+
+let messageSeq = 0;
+/** Delivers messages to the Worker's queue handler as `queue` would; answers the ack/retry result. */
+export async function deliver(queue: string, bodies: unknown[], attempts = 1): Promise<QueueResult> {
+  const batch = createMessageBatch(
+    queue,
+    bodies.map((body) => ({ id: `msg-${++messageSeq}`, timestamp: new Date(), attempts, body })),
+  );
+  const ctx = createExecutionContext();
+  const handler: ExportedHandler<Env> = worker;
+  await handler.queue?.(batch, env, ctx);
+  return getQueueResult(batch, ctx);
+}
+
+/** Transactions the engine recorded for a batch, and how many distinct rows (idempotency keys) they cover. */
+export async function recordedTransactions(batchId: string): Promise<{ count: number; keys: number }> {
+  const row = await env.DB.prepare('SELECT COUNT(*) AS count, COUNT(DISTINCT idempotency_key) AS keys FROM transactions WHERE batch_id = ?1')
+    .bind(batchId)
+    .first<{ count: number; keys: number }>();
+  return row ?? { count: 0, keys: 0 };
+}
