@@ -78,68 +78,80 @@ function withValue(table: CsvTable, line: number, column: number, value: string)
   return table.map((fields, index) => (index === line - 1 ? fields.map((f, c) => (c === column ? value : f)) : [...fields]));
 }
 
-/** One of the mutations the issue lists, applied at a random data line (or the header). */
+/** The mutations the issue lists. */
+export const MUTATIONS = [
+  'quote inside a field',
+  'dropped field',
+  'extra field',
+  'stray CR inside a value',
+  'stray CR ending a line',
+  'NUL byte in a value',
+  'invalid UTF-8 in a value',
+  '1 MB field',
+  '10,000 columns',
+  'duplicate header',
+] as const;
+
+/** One of the mutations, applied at a random data line (or the header). */
 export function mutatedFile(): fc.Arbitrary<MutatedFile> {
   return fc
-    .tuple(validFile, fc.nat(), fc.nat(), fc.constantFrom(
-      'quote inside a field',
-      'dropped field',
-      'extra field',
-      'stray CR inside a value',
-      'stray CR ending a line',
-      'NUL byte in a value',
-      'invalid UTF-8 in a value',
-      '1 MB field',
-      '10,000 columns',
-      'duplicate header',
-    ))
-    .map(([table, lineSeed, columnSeed, kind]) => {
-      const dataLine = 2 + (lineSeed % (table.length - 1));
-      const width = table[0]?.length ?? 1;
-      const column = columnSeed % width;
-      // Values that do not decide anything structural: description (free text) and order_id.
-      const valueColumn = table[0]?.indexOf(columnSeed % 2 === 0 ? 'description' : 'order_id') ?? 0;
-      const text = (t: CsvTable) => encoder.encode(renderCsv(t));
-      switch (kind) {
-        case 'quote inside a field': {
-          const value = table[dataLine - 1]?.[column] ?? '';
-          return { kind, line: dataLine, valueOnly: false, bytes: text(withValue(table, dataLine, column, `${value.slice(0, 2)}"${value.slice(2)}`)) };
-        }
-        case 'dropped field':
-          return { kind, line: dataLine, valueOnly: false, bytes: text(table.map((f, i) => (i === dataLine - 1 ? f.slice(0, -1) : f))) };
-        case 'extra field':
-          return { kind, line: dataLine, valueOnly: false, bytes: text(table.map((f, i) => (i === dataLine - 1 ? [...f, 'extra'] : f))) };
-        case 'stray CR inside a value':
-          return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'ab\rcd')) };
-        case 'stray CR ending a line': {
-          const lines = renderCsv(table).split('\n');
-          lines[dataLine - 1] = `${lines[dataLine - 1] ?? ''}\r`;
-          return { kind, line: dataLine, valueOnly: true, bytes: encoder.encode(lines.join('\n')) };
-        }
-        case 'NUL byte in a value':
-          return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'ab\u0000cd')) };
-        case 'invalid UTF-8 in a value': {
-          const marker = 'INVALIDUTF8';
-          const [before, after] = renderCsv(withValue(table, dataLine, valueColumn, marker)).split(marker);
-          return {
-            kind,
-            line: dataLine,
-            valueOnly: true,
-            bytes: concat(encoder.encode(before ?? ''), new Uint8Array([0xff, 0xfe, 0xc3]), encoder.encode(after ?? '')),
-          };
-        }
-        case '1 MB field':
-          return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'A'.repeat(1024 * 1024))) };
-        case '10,000 columns': {
-          const header = [...(table[0] ?? []), ...Array.from({ length: 10_000 - width }, (_, i) => `extra_${i}`)];
-          return { kind, line: 1, valueOnly: false, bytes: text([header, ...table.slice(1).map((f) => [...f, ...header.slice(width).map(() => '')])]) };
-        }
-        default: {
-          // duplicate header: the last column renamed to the first one's name.
-          const header = [...(table[0] ?? [])];
-          header[header.length - 1] = header[0] ?? 'transaction_type';
-          return { kind, line: 1, valueOnly: false, bytes: text([header, ...table.slice(1)]) };
-        }
-      }
-    });
+    .tuple(validFile, fc.nat(), fc.nat(), fc.constantFrom(...MUTATIONS))
+    .map(([table, lineSeed, columnSeed, kind]) => withReport(mutate(table, lineSeed, columnSeed, kind)));
+}
+
+/** Counterexamples print as text ("dropped field at line 3: …"), not as a byte array. */
+function withReport(file: MutatedFile): MutatedFile {
+  const text = new TextDecoder().decode(file.bytes);
+  const shown = text.length > 600 ? `${text.slice(0, 600)}… (${file.bytes.length} bytes)` : text;
+  return Object.assign(file, { [fc.toStringMethod]: () => `${file.kind} at line ${file.line}: ${JSON.stringify(shown)}` });
+}
+
+function mutate(table: CsvTable, lineSeed: number, columnSeed: number, kind: (typeof MUTATIONS)[number]): MutatedFile {
+  const dataLine = 2 + (lineSeed % (table.length - 1));
+  const width = table[0]?.length ?? 1;
+  const column = columnSeed % width;
+  // Values that do not decide anything structural: description (free text) and order_id.
+  const valueColumn = table[0]?.indexOf(columnSeed % 2 === 0 ? 'description' : 'order_id') ?? 0;
+  const text = (t: CsvTable) => encoder.encode(renderCsv(t));
+  switch (kind) {
+    case 'quote inside a field': {
+      const value = table[dataLine - 1]?.[column] ?? '';
+      return { kind, line: dataLine, valueOnly: false, bytes: text(withValue(table, dataLine, column, `${value.slice(0, 2)}"${value.slice(2)}`)) };
+    }
+    case 'dropped field':
+      return { kind, line: dataLine, valueOnly: false, bytes: text(table.map((f, i) => (i === dataLine - 1 ? f.slice(0, -1) : f))) };
+    case 'extra field':
+      return { kind, line: dataLine, valueOnly: false, bytes: text(table.map((f, i) => (i === dataLine - 1 ? [...f, 'extra'] : f))) };
+    case 'stray CR inside a value':
+      return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'ab\rcd')) };
+    case 'stray CR ending a line': {
+      const lines = renderCsv(table).split('\n');
+      lines[dataLine - 1] = `${lines[dataLine - 1] ?? ''}\r`;
+      return { kind, line: dataLine, valueOnly: true, bytes: encoder.encode(lines.join('\n')) };
+    }
+    case 'NUL byte in a value':
+      return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'ab\u0000cd')) };
+    case 'invalid UTF-8 in a value': {
+      const marker = 'INVALIDUTF8';
+      const [before, after] = renderCsv(withValue(table, dataLine, valueColumn, marker)).split(marker);
+      return {
+        kind,
+        line: dataLine,
+        valueOnly: true,
+        bytes: concat(encoder.encode(before ?? ''), new Uint8Array([0xff, 0xfe, 0xc3]), encoder.encode(after ?? '')),
+      };
+    }
+    case '1 MB field':
+      return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'A'.repeat(1024 * 1024))) };
+    case '10,000 columns': {
+      const header = [...(table[0] ?? []), ...Array.from({ length: 10_000 - width }, (_, i) => `extra_${i}`)];
+      return { kind, line: 1, valueOnly: false, bytes: text([header, ...table.slice(1).map((f) => [...f, ...header.slice(width).map(() => '')])]) };
+    }
+    case 'duplicate header': {
+      // The last column renamed to the first one's name.
+      const header = [...(table[0] ?? [])];
+      header[header.length - 1] = header[0] ?? 'transaction_type';
+      return { kind, line: 1, valueOnly: false, bytes: text([header, ...table.slice(1)]) };
+    }
+  }
 }

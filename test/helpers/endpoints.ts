@@ -5,6 +5,7 @@
  */
 import { env } from 'cloudflare:workers';
 import { admin, call, createMerchant, type TestMerchant } from './api';
+import { waitForStatus } from './batch';
 
 export type Auth = 'secret' | 'any' | 'admin' | 'none';
 
@@ -23,6 +24,8 @@ export interface World {
   spareKeyId: string;
   /** A transaction of the owner (POST /api/transaction). */
   transactionId: string;
+  /** A completed batch of the owner. */
+  batchId: string;
 }
 
 export interface Endpoint {
@@ -37,6 +40,8 @@ export interface Endpoint {
   owned?: boolean;
   /** What another merchant gets for the owner's resource (documented: 404, or 400 for temp tokens). */
   crossStatus?: number;
+  /** A streamed upload: exempt from the JSON body limit, it enforces its own. */
+  streamed?: boolean;
   /** The owner's success status (proves the request is right, so refusals are about access). */
   okStatus: number;
 }
@@ -70,6 +75,7 @@ export const endpoints: Endpoint[] = [
   { route: 'DELETE /admin/keys/:id', auth: 'admin', path: (w) => `/admin/keys/${w.spareKeyId}`, okStatus: 204 },
   {
     route: 'POST /admin/bins/import',
+    streamed: true,
     auth: 'admin',
     path: () => '/admin/bins/import',
     body: () => 'bin,card_brand,card_type,country\n42424242,visa,credit,US\n',
@@ -78,6 +84,7 @@ export const endpoints: Endpoint[] = [
   },
   {
     route: 'POST /admin/bins/ranges/import',
+    streamed: true,
     auth: 'admin',
     path: () => '/admin/bins/ranges/import',
     body: () => 'low,high,issuing_bank\n42424250,42424259,Range Bank\n',
@@ -118,6 +125,29 @@ export const endpoints: Endpoint[] = [
     route: 'GET /api/transaction/:id',
     auth: 'secret',
     path: (w) => `/api/transaction/${w.transactionId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/filebatch',
+    streamed: true,
+    auth: 'secret',
+    path: () => '/api/filebatch',
+    body: () => batchForm(),
+    okStatus: 200,
+  },
+  { route: 'GET /api/filebatch', auth: 'secret', path: () => '/api/filebatch', okStatus: 200 },
+  {
+    route: 'GET /api/filebatch/:id',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'GET /api/filebatch/:id/download',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}/download`,
     owned: true,
     okStatus: 200,
   },
@@ -186,6 +216,15 @@ export const endpoints: Endpoint[] = [
   },
 ];
 
+/** A small batch file as the upload form carries it. */
+export function batchForm(rows = 2): FormData {
+  const lines = ['"transaction_type","amount","cc_number","cc_expiration"'];
+  for (let i = 0; i < rows; i++) lines.push(`"sale","${100 + i}","${CARD}","12/39"`);
+  const form = new FormData();
+  form.append('file', new File([`${lines.join('\n')}\n`], 'table.csv', { type: 'text/csv' }));
+  return form;
+}
+
 async function json<T>(response: Response, expected: number, what: string): Promise<T> {
   if (response.status !== expected) throw new Error(`${what}: ${response.status} ${await response.text()}`);
   return (await response.json<{ data: T }>()).data;
@@ -237,6 +276,8 @@ export async function buildWorld(): Promise<World> {
     201,
     'transaction',
   );
+  const batch = await json<{ id: string }>(await call('POST', '/api/filebatch', { key: owner.secretKey, body: batchForm() }), 200, 'batch');
+  await waitForStatus(owner.secretKey, batch.id, 'completed');
 
   return {
     owner,
@@ -248,6 +289,7 @@ export async function buildWorld(): Promise<World> {
     tempToken: token.temp_token,
     spareKeyId: spare.id,
     transactionId: sale.id,
+    batchId: batch.id,
   };
 }
 

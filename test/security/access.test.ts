@@ -117,3 +117,15 @@ describe('cross-merchant isolation of temp tokens', () => {
     await mine.body?.cancel();
   });
 });
+
+describe('cross-merchant isolation of listings', () => {
+  it("another merchant's batch list does not show the owner's batch", async () => {
+    const listed = async (key: string) => {
+      const response = await call('GET', '/api/filebatch?limit=100', { key });
+      expect(response.status).toBe(200);
+      return (await response.json<{ data: { id: string }[] }>()).data.map((batch) => batch.id);
+    };
+    expect(await listed(world.owner.secretKey)).toContain(world.batchId);
+    expect(await listed(world.intruder.secretKey)).not.toContain(world.batchId);
+  });
+});

@@ -78,6 +78,11 @@ describe('card data through every door', () => {
     return response;
   }
 
+  /** The status answer is the batch record itself (SPEC.md), not an envelope: wrap it like one. */
+  async function unwrap(response: Response): Promise<Response> {
+    return new Response(JSON.stringify({ data: await response.json() }), { status: response.status });
+  }
+
   async function data<T>(response: Promise<Response>, status: number): Promise<T> {
     const answer = await response;
     expect(answer.status, await answer.clone().text()).toBe(status);
@@ -254,6 +259,45 @@ describe('card data through every door', () => {
     });
     expect(keyed.status).toBe(400);
     expect((await sale({ ...card, cc_number: CARDS.visa }, shop.publicKey)).status).toBe(401);
+  });
+
+  it('batch files: card rows with CVCs, row errors, card numbers in plain fields and in the file name', async () => {
+    const header = ['transaction_type', 'amount', 'cc_number', 'cc_expiration', 'cc_cvc', 'order_id', 'description', 'billing_first_name'];
+    const rows = [
+      ['sale', '100', CARDS.visa, '12/39', CVCS[1], 'ord1', 'fine', 'Ana'],
+      ['authorize', '200', CARDS.amex, '12/39', CVCS[0], 'ord2', '', ''],
+      ['sale', '300', CARDS.mastercard, '12/39', CVCS[2], 'ord3', '', ''],
+      ['sale', '100', CARDS.luhnFailure, '12/39', CVCS[1], 'ord4', '', ''],
+      ['sale', '100', CARDS.discover, '01/20', CVCS[1], 'ord5', '', ''],
+      ['sale', '100', CARDS.visa19, '12/39', `${CVCS[1]}7`, 'ord6', '', ''],
+      ['sale', '100', CARDS.visa, '12/39', CVCS[1], CARDS.discover, '', ''],
+      ['sale', '100', CARDS.visa, '12/39', CVCS[1], 'ord8', `pan ${CARDS.discover}`, ''],
+      ['sale', '100', CARDS.visa, '12/39', CVCS[1], 'ord9', '', CARDS.discover],
+      ['refund', '100', CARDS.visa, '12/39', CVCS[1], 'ord10', '', ''],
+    ];
+    const text = [header, ...rows].map((fields) => fields.map((f) => `"${f}"`).join(',')).join('\n') + '\n';
+    const form = new FormData();
+    form.append('file', new File([text], `${CARDS.amex}.csv`, { type: 'text/csv' }));
+    const uploaded = await data<{ id: string }>(say('POST', '/api/filebatch', { key: shop.secretKey, body: form }), 200);
+    // The real queue, consumer and object run it; every status answer is scanned too.
+    await vi.waitFor(
+      async () => {
+        const live = await data<{ status: string }>(say('GET', `/api/filebatch/${uploaded.id}`, { key: shop.secretKey }).then(unwrap), 200);
+        if (live.status !== 'completed') throw new Error(`batch is ${live.status}`);
+      },
+      { timeout: 15_000, interval: 20 },
+    );
+    const download = await say('GET', `/api/filebatch/${uploaded.id}/download`, { key: shop.secretKey });
+    expect(download.status).toBe(200);
+    const lines = (await download.text()).trim().split('\n');
+    expect(lines).toHaveLength(rows.length + 1);
+    await data(say('GET', '/api/filebatch', { key: shop.secretKey }), 200);
+
+    // A file rejected for its structure, with card data on the bad line.
+    const bad = new FormData();
+    bad.append('file', new File([`"transaction_type","amount","cc_number"\n"sale","1"00","${CARDS.visa}"\n"sale",${CARDS.amex},"${CVCS[2]}"\n`], 'bad.csv'));
+    expect((await say('POST', '/api/filebatch', { key: shop.secretKey, body: bad })).status).toBe(400);
+    expect(queue.messages.length).toBeGreaterThan(0);
   });
 
   it('a server fault while storing a token: a generic 500, and the log line redacts digits', async () => {

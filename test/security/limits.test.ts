@@ -5,6 +5,8 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/app';
+import { uploadBatch } from '../../src/services/batches';
+import { authenticateKey } from '../../src/services/merchants';
 import { readTempToken, TEMP_TOKEN_TTL_SECONDS } from '../../src/services/tokens';
 import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { buildWorld, endpoints, type World } from '../helpers/endpoints';
@@ -33,7 +35,7 @@ function keyFor(auth: string): string | null {
 }
 
 describe('request body limits', () => {
-  const jsonRoutes = endpoints.filter((e) => e.body && !e.headers?.['Content-Type']?.startsWith('text/csv'));
+  const jsonRoutes = endpoints.filter((e) => e.body && !e.streamed);
 
   it.each(jsonRoutes)(`$route: 413 over ${JSON_BODY_LIMIT_BYTES} bytes, read as usual at the limit`, async (endpoint) => {
     const [method] = endpoint.route.split(' ');
@@ -66,6 +68,52 @@ describe('request body limits', () => {
     });
     expect(response.status).toBe(413);
     expect((await expectFailedEnvelope(response)).msg).toContain(`exceeds ${32 * 1024 * 1024} bytes`);
+  });
+});
+
+describe('batch file limits', () => {
+  function form(text: string): FormData {
+    const body = new FormData();
+    body.append('file', new File([text], 'limits.csv', { type: 'text/csv' }));
+    return body;
+  }
+  const header = '"transaction_type","amount","cc_number","cc_expiration","description"\n';
+  const row = (description = 'x') => `"sale","100","4242424242424242","12/39","${description}"\n`;
+
+  it('a file over BATCH_MAX_BYTES is refused as too large while streaming, and nothing is kept', async () => {
+    // The limit is a [vars] value; the upload service reads it from the env it is given.
+    const caller = await authenticateKey(env, shop.secretKey);
+    if (!caller) throw new Error('no caller');
+    const small = { ...env, BATCH_MAX_BYTES: '4096' };
+    const text = new TextEncoder().encode(header + row().repeat(200)); // about 9 KB
+    async function* chunks() {
+      for (let at = 0; at < text.length; at += 1000) yield text.subarray(at, at + 1000);
+    }
+    const before = (await env.FILES.list({ prefix: 'uploads/' })).objects.length;
+    const outcome = await uploadBatch(small, caller, { fileName: 'big.csv', bytes: chunks() }, null, () => new Date());
+    expect(outcome).toMatchObject({ ok: false, reason: 'too_large', msg: 'the file exceeds the limit of 4096 bytes' });
+    expect((await env.FILES.list({ prefix: 'uploads/' })).objects.length).toBe(before);
+  });
+
+  it('a declared Content-Length over the limit: 413 before the body is read', async () => {
+    const response = await call('POST', '/api/filebatch?file_name=big.csv', {
+      key: shop.secretKey,
+      body: new Blob([header + row()]).stream(),
+      headers: { 'Content-Type': 'text/csv', 'Content-Length': String(100 * 1024 * 1024 + 64 * 1024 + 1) },
+    });
+    expect(response.status).toBe(413);
+    await expectFailedEnvelope(response);
+  });
+
+  it('a row over 64 KiB: 400 naming its line; one just under passes', async () => {
+    const frame = row('').length;
+    // 64 KiB of row, its "\n" not counted.
+    const under = await call('POST', '/api/filebatch', { key: shop.secretKey, body: form(header + row() + row('d'.repeat(64 * 1024 - frame + 1))) });
+    expect(under.status).toBe(200);
+    await under.body?.cancel();
+    const over = await call('POST', '/api/filebatch', { key: shop.secretKey, body: form(header + row() + row('d'.repeat(64 * 1024 - frame + 2))) });
+    expect(over.status).toBe(400);
+    expect((await expectFailedEnvelope(over)).msg).toBe('line 3: row longer than 65536 bytes');
   });
 });
 
