@@ -99,7 +99,7 @@ describe('admin token comparison', () => {
 });
 
 describe('cross-merchant isolation of temp tokens', () => {
-  it("another merchant's temp token reads as unknown in the vault, and the owner's use still works", async () => {
+  it("another merchant's temp token reads as unknown in the vault and the lookup; the owner's use still works", async () => {
     const own = await call('POST', '/api/vault/customer', { key: world.intruder.secretKey, body: { id: 'intrudercust' } });
     expect(own.status).toBe(201);
     await own.body?.cancel();
@@ -109,6 +109,9 @@ describe('cross-merchant isolation of temp tokens', () => {
     });
     expect(stolen.status).toBe(400);
     expect((await expectFailedEnvelope(stolen)).msg).toBe('card.temp_token: unknown or expired token');
+    const looked = await call('POST', '/api/lookup/bin/protected', { key: world.intruder.secretKey, body: { temp_token: world.tempToken } });
+    expect(looked.status).toBe(400);
+    expect((await expectFailedEnvelope(looked)).msg).toBe('temp_token: unknown or expired token');
     const mine = await call('POST', `/api/vault/customer/${world.customerId}/card`, {
       key: world.owner.secretKey,
       body: { temp_token: world.tempToken },
