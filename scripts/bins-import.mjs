@@ -101,12 +101,13 @@ let header;
 let pending = [];
 let pendingFrom = '';
 
-function progress(fileIndex) {
+/** One line rewritten in place on a terminal; in a log (no TTY), one line per request sent. */
+function progress(fileIndex, { afterRequest = false } = {}) {
+  if (!process.stdout.isTTY && !afterRequest) return;
   const seconds = (Date.now() - started) / 1000;
   const rate = Math.round(totals.imported / Math.max(seconds, 0.001));
-  process.stdout.write(
-    `\rfile ${fileIndex}/${files.length}  requests ${totals.requests}  imported ${totals.imported.toLocaleString('en-US')}  skipped ${totals.skipped}  ${rate.toLocaleString('en-US')} rows/s   `,
-  );
+  const line = `file ${fileIndex}/${files.length}  requests ${totals.requests}  imported ${totals.imported.toLocaleString('en-US')}  skipped ${totals.skipped}  ${rate.toLocaleString('en-US')} rows/s`;
+  process.stdout.write(process.stdout.isTTY ? `\r${line}   ` : `${line}\n`);
 }
 
 async function flush(fileIndex) {
@@ -118,7 +119,7 @@ async function flush(fileIndex) {
   // The server numbers lines within the request; say which file the request started in.
   for (const error of data.errors) errors.push(`${pendingFrom} (request ${totals.requests}) line ${error.line}: ${error.msg}`);
   pending = [];
-  progress(fileIndex);
+  progress(fileIndex, { afterRequest: true });
 }
 
 try {

@@ -87,6 +87,11 @@ function cell(fields: readonly string[], columns: Map<string, number>, name: str
 
 const orNull = (text: string): string | null => (text === '' ? null : text);
 
+/** A bad value quoted in a row error: short, and never a long digit run (it may be a card number). */
+function quoted(text: string): string {
+  return /\d(?:[ -]?\d){11,}/.test(text) ? '(a long digit string)' : text.slice(0, 20);
+}
+
 const CARD_TYPES = new Set(['credit', 'debit', 'charge', 'deferred_debit']);
 
 /** A card type; "prepaid" (some datasets put it there) sets the prepaid flag instead. */
@@ -95,21 +100,21 @@ function cardType(text: string, strict: boolean): { card_type: string | null; pr
   if (type === '') return { card_type: null, prepaid: null };
   if (type === 'prepaid') return { card_type: null, prepaid: true };
   if (CARD_TYPES.has(type)) return { card_type: type, prepaid: null };
-  if (strict) throw new RowError(`card_type must be one of credit, debit, charge, deferred_debit, prepaid (got "${text.slice(0, 20)}")`);
+  if (strict) throw new RowError(`card_type must be one of credit, debit, charge, deferred_debit, prepaid (got "${quoted(text)}")`);
   return { card_type: null, prepaid: null }; // e.g. OpenBIIN rows with "visa" as their type
 }
 
 function country(text: string, strict: boolean, column = 'country'): string | null {
   if (text === '') return null;
   if (/^[A-Za-z]{2}$/.test(text)) return text.toUpperCase();
-  if (strict) throw new RowError(`${column} must be an ISO 3166 alpha-2 code (got "${text.slice(0, 20)}")`);
+  if (strict) throw new RowError(`${column} must be an ISO 3166 alpha-2 code (got "${quoted(text)}")`);
   return null;
 }
 
 function currency(text: string): string | null {
   if (text === '') return null;
   if (/^[A-Za-z]{3}$/.test(text)) return text.toUpperCase();
-  throw new RowError(`currency must be an ISO 4217 code of 3 letters (got "${text.slice(0, 20)}")`);
+  throw new RowError(`currency must be an ISO 4217 code of 3 letters (got "${quoted(text)}")`);
 }
 
 function flag(text: string, column: string): boolean | null {
@@ -117,7 +122,7 @@ function flag(text: string, column: string): boolean | null {
   if (value === '') return null;
   if (['true', 'yes', 'y', '1'].includes(value)) return true;
   if (['false', 'no', 'n', '0'].includes(value)) return false;
-  throw new RowError(`${column} must be true or false (got "${text.slice(0, 20)}")`);
+  throw new RowError(`${column} must be true or false (got "${quoted(text)}")`);
 }
 
 function level(text: string): string | null {
@@ -179,7 +184,7 @@ function binRecords(layout: BinCsvLayout, fields: readonly string[]): BinRecord[
     }
     case 'openbiin': {
       const bin6 = get('bin6');
-      if (!/^[0-9]{6}$/.test(bin6)) throw new RowError(`BIN6 must be 6 digits (got "${bin6.slice(0, 20)}")`);
+      if (!/^[0-9]{6}$/.test(bin6)) throw new RowError(`BIN6 must be 6 digits (got "${quoted(bin6)}")`);
       const type = cardType(get('type'), false);
       const shared: Omit<BinRecord, 'prefix'> = {
         payment_method_type: 'card',
@@ -204,10 +209,10 @@ export function expandRanges(bin6: string, ranges: string): string[] {
   const prefixes: string[] = [];
   for (const block of text.split('|')) {
     const match = /^([0-9]{2})(?:-([0-9]{2}))?$/.exec(block.trim());
-    if (!match) throw new RowError(`Ranges block "${block.slice(0, 20)}" must be NN or NN-NN (digits 7-8)`);
+    if (!match) throw new RowError(`Ranges block "${quoted(block)}" must be NN or NN-NN (digits 7-8)`);
     const from = Number(match[1]);
     const to = Number(match[2] ?? match[1]);
-    if (to < from) throw new RowError(`Ranges block "${block}" ends before it starts`);
+    if (to < from) throw new RowError(`Ranges block "${quoted(block)}" ends before it starts`);
     for (let n = from; n <= to; n++) prefixes.push(bin6 + String(n).padStart(2, '0'));
   }
   return prefixes;

@@ -19,3 +19,17 @@ export function passesLuhn(digits: string): boolean {
 export function isValidCardNumber(value: string): boolean {
   return value.length >= 12 && value.length <= 19 && passesLuhn(value);
 }
+
+/**
+ * Whether free text holds something that reads as a card number: a run of 12-19 digits (single
+ * spaces or dashes between digits allowed, as people type them) passing Luhn. Fields that are
+ * stored or echoed in plain text (ids, descriptions, references) refuse such values, so a card
+ * number pasted into the wrong field never lands outside encrypted storage.
+ */
+export function containsCardNumber(text: string): boolean {
+  for (const run of text.match(/\d(?:[ -]?\d)*/g) ?? []) {
+    const digits = run.replace(/[ -]/g, '');
+    if (isValidCardNumber(digits)) return true;
+  }
+  return false;
+}

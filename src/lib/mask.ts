@@ -1,3 +1,5 @@
+import { isValidCardNumber } from './luhn';
+
 /** Masking of account numbers for display: the only form a card number takes outside encrypted storage. */
 
 /**
@@ -12,4 +14,15 @@ export function maskCardNumber(number: string, binLength: 6 | 8 = 6): string {
 /** Bank accounts show only their last 4 digits. */
 export function maskAccountNumber(number: string): string {
   return '*'.repeat(Math.max(0, number.length - 4)) + number.slice(-4);
+}
+
+/**
+ * Free text with every card number in it masked ("card 411111******1111"): for values shown
+ * back that the client chose freely, such as an uploaded file's name.
+ */
+export function maskCardNumbersIn(text: string): string {
+  return text.replace(/\d(?:[ -]?\d)*/g, (run) => {
+    const digits = run.replace(/[ -]/g, '');
+    return isValidCardNumber(digits) ? maskCardNumber(digits) : run;
+  });
 }

@@ -6,12 +6,22 @@ import { zValidator } from '@hono/zod-validator';
 import type { MiddlewareHandler, ValidationTargets } from 'hono';
 import type { z } from 'zod';
 import { AppError, type FieldError } from '../errors';
+import { containsCardNumber } from '../lib/luhn';
 
 export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
   return issues.map((issue) => ({
     field: issue.path.length > 0 ? issue.path.map(String).join('.') : '(body)',
-    msg: issue.message,
+    msg: issue.code === 'unrecognized_keys' ? unrecognizedKeysMessage(issue.keys) : issue.message,
   }));
+}
+
+/**
+ * Zod quotes unknown key names back; a wrongly flattened form can send a card number as a key,
+ * and a message must never carry one (SPEC: card data never reaches error messages).
+ */
+function unrecognizedKeysMessage(keys: readonly string[]): string {
+  const shown = keys.map((key) => (containsCardNumber(key) ? '(a card number)' : JSON.stringify(key)));
+  return `Unrecognized key${keys.length > 1 ? 's' : ''}: ${shown.join(', ')}`;
 }
 
 /** "field: problem; other: problem": what went wrong and where, in one line. */

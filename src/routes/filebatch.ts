@@ -2,6 +2,7 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
+import { maskCardNumbersIn } from '../lib/mask';
 import { MultipartError, MultipartReader, multipartBoundary } from '../lib/multipart';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
@@ -103,7 +104,8 @@ async function fileSource(reader: MultipartReader): Promise<UploadSource> {
 /** The last path segment, without control characters, at most 255 characters. */
 function cleanFileName(name: string): string {
   const base = name.split(/[/\\]/).pop() ?? '';
-  const clean = base.replace(/[\x00-\x1f\x7f]/g, '').trim().slice(0, 255);
+  // The name is stored and answered as given: a card number in it is masked first.
+  const clean = maskCardNumbersIn(base.replace(/[\x00-\x1f\x7f]/g, '')).trim().slice(0, 255);
   return clean === '' ? 'upload.csv' : clean;
 }
 

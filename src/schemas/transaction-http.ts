@@ -5,6 +5,7 @@
  * with the same rules. null means absent, like an empty CSV field.
  */
 import { z } from 'zod';
+import { containsCardNumber } from '../lib/luhn';
 import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction';
 
 const AMOUNT_COLUMNS = new Set<InputColumn>([
@@ -43,6 +44,8 @@ export const idempotencyHeaderSchema = z.object({
   'idempotency-key': z
     .string()
     .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters without spaces')
+    // Stored and answered as given (the record's idempotency_key): never a card number.
+    .refine((value) => !containsCardNumber(value), 'must not contain a card number')
     .optional(),
 });
 

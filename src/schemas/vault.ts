@@ -1,15 +1,22 @@
 import { z } from 'zod';
 import { isValidRoutingNumber } from '../lib/aba';
+import { containsCardNumber } from '../lib/luhn';
 import { TEMP_TOKEN_PATTERN } from '../services/tokens';
 import { cardNumberField, expirationField } from './tokenizer';
 
 export const CUSTOMER_ID_PATTERN = /^[A-Za-z0-9]{1,40}$/;
 export const PAYMENT_METHOD_ID_PATTERN = /^[A-Za-z0-9_]{1,64}$/;
 
-export const customerIdField = z.string().regex(CUSTOMER_ID_PATTERN, 'must be 1 to 40 letters or digits');
+/** Ids and free text are stored and answered in plain text: a card number pasted there is refused. */
+const NO_CARD_NUMBER = 'must not contain a card number';
+export const customerIdField = z
+  .string()
+  .regex(CUSTOMER_ID_PATTERN, 'must be 1 to 40 letters or digits')
+  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
 export const paymentMethodIdField = z
   .string()
-  .regex(PAYMENT_METHOD_ID_PATTERN, 'must be 1 to 64 letters, digits or underscores');
+  .regex(PAYMENT_METHOD_ID_PATTERN, 'must be 1 to 64 letters, digits or underscores')
+  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
 
 export const customerParamSchema = z.object({ id: customerIdField });
 
@@ -56,8 +63,14 @@ export const paymentMethodSchema = z
   });
 
 const flagsField = z.array(z.enum(['surcharge_exempt'], 'unknown flag (known: surcharge_exempt)')).max(10);
-const descriptionField = z.string().max(255, 'must be at most 255 characters');
-const emailField = z.email('must be an email address').max(254, 'must be at most 254 characters');
+const descriptionField = z
+  .string()
+  .max(255, 'must be at most 255 characters')
+  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
+const emailField = z
+  .email('must be an email address')
+  .max(254, 'must be at most 254 characters')
+  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
 
 export const customerCreateSchema = z.strictObject({
   id: customerIdField.optional(),

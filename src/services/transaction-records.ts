@@ -4,6 +4,7 @@
  * absent values null. Card numbers appear only masked; CVCs never.
  */
 import { formatExpiry, parseExpiry, type Expiry } from '../lib/expiry';
+import { containsCardNumber } from '../lib/luhn';
 import { maskAccountNumber, maskCardNumber } from '../lib/mask';
 import type { RowError, TransactionContext, TransactionInput, TransactionRecord } from '../schemas/transaction';
 import { CUSTOMER_ID_PATTERN } from '../schemas/vault';
@@ -194,6 +195,11 @@ export function describeErrors(errors: RowError[]): string {
   return errors.map((e) => `${e.field}: ${e.msg}`).join('; ');
 }
 
+/** A refused row's value shown back in its result line, unless it holds a card number. */
+function echo(value: string): string | null {
+  return containsCardNumber(value) ? null : value;
+}
+
 /**
  * The result line of a request refused before processing (response "error", code 400). It shows
  * what could be read safely from the request: well-formed values, the card number only masked.
@@ -223,15 +229,15 @@ export function invalidRecord(
     tax_amount: amount(input.tax_amount),
     tax_exempt: input.tax_exempt === undefined ? null : parseBoolean(input.tax_exempt),
     shipping_amount: amount(input.shipping_amount),
-    po_number: input.po_number !== undefined && /^[A-Za-z0-9]{1,17}$/.test(input.po_number) ? input.po_number : null,
-    order_id: input.order_id !== undefined && /^[A-Za-z0-9]{1,17}$/.test(input.order_id) ? input.order_id : null,
+    po_number: input.po_number !== undefined && /^[A-Za-z0-9]{1,17}$/.test(input.po_number) ? echo(input.po_number) : null,
+    order_id: input.order_id !== undefined && /^[A-Za-z0-9]{1,17}$/.test(input.order_id) ? echo(input.order_id) : null,
     payment_method: input.customer_id !== undefined ? 'customer' : paymentType,
     payment_type: paymentType,
     response: 'error',
     response_code: INVALID_RESPONSE_CODE,
     status: 'failed',
     currency_iso_code: CURRENCY,
-    customer_id: input.customer_id !== undefined && CUSTOMER_ID_PATTERN.test(input.customer_id) ? input.customer_id : null,
+    customer_id: input.customer_id !== undefined && CUSTOMER_ID_PATTERN.test(input.customer_id) ? echo(input.customer_id) : null,
     created_at: meta.createdAt,
     // Masked only when it looks like a card number; anything else is not echoed at all.
     masked_account:
@@ -241,7 +247,7 @@ export function invalidRecord(
   } satisfies Partial<TransactionRecord>);
   for (const column of CONTACT_COLUMNS) {
     const value = input[column];
-    record[column] = value !== undefined && value.length <= 255 ? value : null;
+    record[column] = value !== undefined && value.length <= 255 ? echo(value) : null;
   }
   return record;
 }

@@ -6,7 +6,7 @@
  */
 import { isValidRoutingNumber } from '../lib/aba';
 import { isExpired, parseExpiry, type Expiry } from '../lib/expiry';
-import { passesLuhn } from '../lib/luhn';
+import { containsCardNumber, passesLuhn } from '../lib/luhn';
 import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../schemas/transaction';
 import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../schemas/vault';
 
@@ -69,6 +69,7 @@ const REFERENCE = /^[A-Za-z0-9]{1,17}$/;
 const PROCESSOR_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const EMAIL = /^[^\s@"<>,;]+@[^\s@"<>,;]+\.[^\s@"<>,;]+$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
+const CARD_DATA_COLUMNS: ReadonlySet<InputColumn> = new Set(['cc_number', 'cc_cvc', 'ach_account_number', 'ach_routing_number']);
 
 /** Trims every field and drops empty ones: an empty CSV field means "absent". */
 export function normaliseInput(input: TransactionInput): TransactionInput {
@@ -152,6 +153,15 @@ export function validateTransaction(input: TransactionInput, now: Date): Validat
       fail(column, `must be at most ${MAX_CONTACT_LENGTH} characters`);
     } else if (value !== undefined && CONTROL.test(value)) fail(column, 'must not contain control characters');
     contact[column] = value ?? null;
+  }
+
+  // Plain-text columns are stored and echoed (D1, the result file): a card number typed into
+  // one is refused, never recorded. Card and account columns are the only places for one.
+  for (const column of INPUT_COLUMNS) {
+    const value = input[column];
+    if (value !== undefined && !CARD_DATA_COLUMNS.has(column) && containsCardNumber(value)) {
+      fail(column, 'must not contain a card number');
+    }
   }
 
   if (errors.length > 0 || !type || !source || !amounts) return { ok: false, errors };

@@ -7,6 +7,7 @@ import type { Env } from '../env';
 import { open, seal } from '../lib/card-crypto';
 import { randomId } from '../lib/crypto';
 import { formatExpiry, isExpired, parseExpiry } from '../lib/expiry';
+import { containsCardNumber } from '../lib/luhn';
 import { maskAccountNumber, maskCardNumber } from '../lib/mask';
 import { isoTimestamp, type Clock } from '../lib/time';
 import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, PaymentMethodInput } from '../schemas/vault';
@@ -67,18 +68,20 @@ export async function resolveVaultPaymentMethod(
   | { ok: false; reason: ResolveFailure; msg: string }
 > {
   const row = await findCustomerWithMethod(env.DB, merchantId, customerId, options.paymentMethodId ?? null);
-  if (!row) return { ok: false, reason: 'customer_not_found', msg: `customer_id: no vault customer ${customerId}` };
+  // Callers pass ids straight from requests and CSV rows; one holding a card number is not echoed.
+  const shownCustomer = quotableId(customerId);
+  if (!row) return { ok: false, reason: 'customer_not_found', msg: `customer_id: no vault customer ${shownCustomer}` };
   if (!row.method) {
     return options.paymentMethodId !== undefined
       ? {
           ok: false,
           reason: 'payment_method_not_found',
-          msg: `payment_method_id: customer ${customerId} has no payment method ${options.paymentMethodId}`,
+          msg: `payment_method_id: customer ${shownCustomer} has no payment method ${quotableId(options.paymentMethodId)}`,
         }
       : {
           ok: false,
           reason: 'no_default_payment_method',
-          msg: `customer_id: customer ${customerId} has no default payment method`,
+          msg: `customer_id: customer ${shownCustomer} has no default payment method`,
         };
   }
   if (options.paymentMethodType !== undefined && options.paymentMethodType !== row.method.type) {
@@ -90,6 +93,10 @@ export async function resolveVaultPaymentMethod(
   }
   const method = await unsealMethod(env, merchantId, row.method);
   return { ok: true, customer: toVaultCustomer(row.customer), method };
+}
+
+function quotableId(id: string): string {
+  return containsCardNumber(id) ? '(a card number)' : id;
 }
 
 async function unsealMethod(env: Env, merchantId: string, record: PaymentMethodRecord): Promise<VaultPaymentMethod> {

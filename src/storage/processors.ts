@@ -38,29 +38,10 @@ export async function listProcessors(db: D1Database, merchantId: string): Promis
   return results.map(toProcessor);
 }
 
-/** Inserts unless a processor with that id exists (concurrent first uses insert the same default once). */
-export async function insertProcessorIfAbsent(db: D1Database, processor: ProcessorRecord): Promise<void> {
-  await db
+function insertStatement(db: D1Database, processor: ProcessorRecord, verb: 'INSERT' | 'INSERT OR IGNORE'): D1PreparedStatement {
+  return db
     .prepare(
-      `INSERT OR IGNORE INTO processors (id, merchant_id, type, name, is_default, created_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
-    )
-    .bind(
-      processor.id,
-      processor.merchant_id,
-      processor.type,
-      processor.name,
-      processor.is_default ? 1 : 0,
-      processor.created_at,
-    )
-    .run();
-}
-
-/** Adds a processor; a new default takes the flag from the previous one in the same batch. */
-export async function insertProcessor(db: D1Database, processor: ProcessorRecord): Promise<void> {
-  const insert = db
-    .prepare(
-      `INSERT INTO processors (id, merchant_id, type, name, is_default, created_at)
+      `${verb} INTO processors (id, merchant_id, type, name, is_default, created_at)
        VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
     )
     .bind(
@@ -71,6 +52,16 @@ export async function insertProcessor(db: D1Database, processor: ProcessorRecord
       processor.is_default ? 1 : 0,
       processor.created_at,
     );
+}
+
+/** Inserts unless a processor with that id exists (concurrent first uses insert the same default once). */
+export async function insertProcessorIfAbsent(db: D1Database, processor: ProcessorRecord): Promise<void> {
+  await insertStatement(db, processor, 'INSERT OR IGNORE').run();
+}
+
+/** Adds a processor; a new default takes the flag from the previous one in the same batch. */
+export async function insertProcessor(db: D1Database, processor: ProcessorRecord): Promise<void> {
+  const insert = insertStatement(db, processor, 'INSERT');
   if (!processor.is_default) {
     await insert.run();
     return;

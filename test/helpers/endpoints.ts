@@ -1,0 +1,305 @@
+/**
+ * Every endpoint the service serves, with who may call it and a request the owner can make, so
+ * that the access, header and limit tests run over the whole surface. `routes` must match
+ * `app.routes` exactly: a test fails when an endpoint is added without an entry here.
+ */
+import { env } from 'cloudflare:workers';
+import { admin, call, createMerchant, type TestMerchant } from './api';
+import { waitForStatus } from './batch';
+
+export type Auth = 'secret' | 'any' | 'admin' | 'none';
+
+/** Resources of merchant "owner", which merchant "intruder" must never reach. */
+export interface World {
+  owner: TestMerchant;
+  intruder: TestMerchant;
+  /** A merchant whose secret and public keys have both been revoked (after being used once). */
+  revoked: TestMerchant;
+  customerId: string;
+  /** A customer only DELETE uses, so the other rows keep theirs. */
+  customerToDelete: string;
+  paymentMethodId: string;
+  tempToken: string;
+  /** The owner's key id (admin DELETE /admin/keys/{id} revokes a spare one). */
+  spareKeyId: string;
+  /** A transaction of the owner (POST /api/transaction). */
+  transactionId: string;
+  /** A completed batch of the owner. */
+  batchId: string;
+}
+
+export interface Endpoint {
+  /** "METHOD /path/:param" as Hono lists it in app.routes. */
+  route: string;
+  auth: Auth;
+  path: (world: World) => string;
+  body?: (world: World) => unknown;
+  /** Extra request headers (a CSV body's Content-Type). */
+  headers?: Record<string, string>;
+  /** The path or body names one of the owner's resources: another merchant gets `crossStatus`. */
+  owned?: boolean;
+  /** What another merchant gets for the owner's resource (documented: 404, or 400 for temp tokens). */
+  crossStatus?: number;
+  /** A streamed upload: exempt from the JSON body limit, it enforces its own. */
+  streamed?: boolean;
+  /** The owner's success status (proves the request is right, so refusals are about access). */
+  okStatus: number;
+}
+
+const CARD = '4242424242424242';
+
+export const endpoints: Endpoint[] = [
+  { route: 'GET /healthz', auth: 'none', path: () => '/healthz', okStatus: 200 },
+  {
+    route: 'POST /admin/merchants',
+    auth: 'admin',
+    path: () => '/admin/merchants',
+    body: () => ({ name: 'Made By Table' }),
+    okStatus: 201,
+  },
+  { route: 'GET /admin/merchants/:id', auth: 'admin', path: (w) => `/admin/merchants/${w.owner.id}`, okStatus: 200 },
+  {
+    route: 'PATCH /admin/merchants/:id',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.intruder.id}`,
+    body: () => ({ surcharge_rate_bps: 0 }),
+    okStatus: 200,
+  },
+  {
+    route: 'POST /admin/merchants/:id/keys',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.owner.id}/keys`,
+    body: () => ({ type: 'public' }),
+    okStatus: 201,
+  },
+  { route: 'DELETE /admin/keys/:id', auth: 'admin', path: (w) => `/admin/keys/${w.spareKeyId}`, okStatus: 204 },
+  {
+    route: 'POST /admin/bins/import',
+    streamed: true,
+    auth: 'admin',
+    path: () => '/admin/bins/import',
+    body: () => 'bin,card_brand,card_type,country\n42424242,visa,credit,US\n',
+    headers: { 'Content-Type': 'text/csv' },
+    okStatus: 200,
+  },
+  {
+    route: 'POST /admin/bins/ranges/import',
+    streamed: true,
+    auth: 'admin',
+    path: () => '/admin/bins/ranges/import',
+    body: () => 'low,high,issuing_bank\n42424250,42424259,Range Bank\n',
+    headers: { 'Content-Type': 'text/csv' },
+    okStatus: 200,
+  },
+  { route: 'GET /admin/surcharge-rules', auth: 'admin', path: () => '/admin/surcharge-rules', okStatus: 200 },
+  {
+    route: 'PUT /admin/surcharge-rules',
+    auth: 'admin',
+    path: () => '/admin/surcharge-rules',
+    body: () => ({ rules: [{ country: 'US', region: '*', effective_from: '2023-04-15', surcharge: 'allowed', max_rate_bps: 300 }] }),
+    okStatus: 200,
+  },
+  {
+    route: 'GET /admin/merchants/:id/processors',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.owner.id}/processors`,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /admin/merchants/:id/processors',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.intruder.id}/processors`,
+    body: () => ({ name: 'Sandbox West', type: 'sandbox', is_default: false }),
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/transaction',
+    auth: 'secret',
+    path: () => '/api/transaction',
+    body: (w) => ({ transaction_type: 'sale', customer_id: w.customerId, amount: 1250 }),
+    owned: true,
+    crossStatus: 400, // docs/transactions.md: another merchant's vault customer is a validation error
+    okStatus: 201,
+  },
+  {
+    route: 'GET /api/transaction/:id',
+    auth: 'secret',
+    path: (w) => `/api/transaction/${w.transactionId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/filebatch',
+    streamed: true,
+    auth: 'secret',
+    path: () => '/api/filebatch',
+    body: () => batchForm(),
+    okStatus: 200,
+  },
+  { route: 'GET /api/filebatch', auth: 'secret', path: () => '/api/filebatch', okStatus: 200 },
+  {
+    route: 'GET /api/filebatch/:id',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'GET /api/filebatch/:id/download',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}/download`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/lookup/bin/protected',
+    auth: 'secret',
+    path: () => '/api/lookup/bin/protected',
+    body: (w) => ({ customer_id: w.customerId, country: 'US', state: 'TX' }),
+    owned: true,
+    crossStatus: 400, // docs/bin-lookup.md: another merchant's customer or token is a 400 naming the field
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/tokenizer/token',
+    auth: 'any',
+    path: () => '/api/tokenizer/token',
+    body: () => ({ cc_number: CARD, cc_expiration: '12/39', cc_cvc: '123' }),
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/vault/customer',
+    auth: 'secret',
+    path: () => '/api/vault/customer',
+    body: (w) => ({ payment_method: { card: { temp_token: w.tempToken } } }),
+    owned: true,
+    crossStatus: 400, // docs/vault.md: another merchant's token is "unknown or expired" (400)
+    okStatus: 201,
+  },
+  {
+    route: 'GET /api/vault/customer/:id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/card',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/card`,
+    body: () => ({ number: CARD, expiration: '12/39' }),
+    owned: true,
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/ach',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/ach`,
+    body: () => ({ account_number: '000123456789', routing_number: '021000021', account_type: 'checking', sec_code: 'WEB' }),
+    owned: true,
+    okStatus: 201,
+  },
+  {
+    route: 'PATCH /api/vault/customer/:id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}`,
+    body: (w) => ({ default_payment_method_id: w.paymentMethodId }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'DELETE /api/vault/customer/:id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerToDelete}`,
+    owned: true,
+    okStatus: 200,
+  },
+];
+
+/** A small batch file as the upload form carries it. */
+export function batchForm(rows = 2): FormData {
+  const lines = ['"transaction_type","amount","cc_number","cc_expiration"'];
+  for (let i = 0; i < rows; i++) lines.push(`"sale","${100 + i}","${CARD}","12/39"`);
+  const form = new FormData();
+  form.append('file', new File([`${lines.join('\n')}\n`], 'table.csv', { type: 'text/csv' }));
+  return form;
+}
+
+async function json<T>(response: Response, expected: number, what: string): Promise<T> {
+  if (response.status !== expected) throw new Error(`${what}: ${response.status} ${await response.text()}`);
+  return (await response.json<{ data: T }>()).data;
+}
+
+/** Two merchants with resources, and one whose keys are revoked after a first successful use. */
+export async function buildWorld(): Promise<World> {
+  const owner = await createMerchant({ name: 'Owner Shop' });
+  const intruder = await createMerchant({ name: 'Intruder Shop' });
+  const revoked = await createMerchant({ name: 'Revoked Shop' });
+
+  const customer = await json<{ id: string; default_payment_method_id: string }>(
+    await call('POST', '/api/vault/customer', {
+      key: owner.secretKey,
+      body: { id: 'ownercust', payment_method: { card: { number: CARD, expiration: '12/39' } } },
+    }),
+    201,
+    'customer',
+  );
+  await json(await call('POST', '/api/vault/customer', { key: owner.secretKey, body: { id: 'ownercust2' } }), 201, 'customer 2');
+  const token = await json<{ temp_token: string }>(
+    await call('POST', '/api/tokenizer/token', {
+      key: owner.publicKey,
+      body: { cc_number: CARD, cc_expiration: '12/39', cc_cvc: '123' },
+    }),
+    201,
+    'token',
+  );
+  const spare = await json<{ id: string }>(await admin('POST', `/admin/merchants/${owner.id}/keys`, { type: 'secret' }), 201, 'key');
+
+  // Use the keys once (so the auth cache holds them), then revoke: the cache must not keep them alive.
+  for (const key of [revoked.secretKey, revoked.publicKey]) {
+    const use = await call('POST', '/api/tokenizer/token', { key, body: { cc_number: CARD, cc_expiration: '12/39' } });
+    if (use.status !== 201) throw new Error(`warm-up use of a key: ${use.status}`);
+  }
+  const { results } = await env.DB.prepare('SELECT id FROM api_keys WHERE merchant_id = ?1')
+    .bind(revoked.id)
+    .all<{ id: string }>();
+  for (const { id } of results) {
+    const response = await admin('DELETE', `/admin/keys/${id}`);
+    if (response.status !== 204) throw new Error(`revoke: ${response.status}`);
+  }
+
+  const sale = await json<{ id: string }>(
+    await call('POST', '/api/transaction', {
+      key: owner.secretKey,
+      body: { transaction_type: 'sale', cc_number: CARD, cc_expiration: '12/39', amount: 990 },
+    }),
+    201,
+    'transaction',
+  );
+  const batch = await json<{ id: string }>(await call('POST', '/api/filebatch', { key: owner.secretKey, body: batchForm() }), 200, 'batch');
+  await waitForStatus(owner.secretKey, batch.id, 'completed');
+
+  return {
+    owner,
+    intruder,
+    revoked,
+    customerId: customer.id,
+    customerToDelete: 'ownercust2',
+    paymentMethodId: customer.default_payment_method_id,
+    tempToken: token.temp_token,
+    spareKeyId: spare.id,
+    transactionId: sale.id,
+    batchId: batch.id,
+  };
+}
+
+/** The request for `endpoint` with the given Authorization value (null: none sent). */
+export function request(endpoint: Endpoint, world: World, key: string | null, headers: Record<string, string> = {}) {
+  const method = endpoint.route.split(' ')[0] ?? 'GET';
+  const body = endpoint.body?.(world);
+  return call(method, endpoint.path(world), {
+    key,
+    headers: { ...endpoint.headers, ...headers },
+    ...(body === undefined ? {} : { body }),
+  });
+}

@@ -1,0 +1,285 @@
+/**
+ * Faults in the batch pipeline: the consumer dying mid-chunk, R2 or D1 failing once, messages
+ * delivered twice or out of order, the Durable Object evicted between deliveries, a chunk that
+ * never succeeds, messages that are lost. Every batch either completes with exact counts and each
+ * row charged once, or fails with a reason; none stays in `processing`.
+ *
+ * Messages are delivered to the Worker's real queue handler (`deliver`) as the queue would, with
+ * the retry loop of wrangler.toml (max_retries 5, then the dead-letter queue) played by `settle`.
+ * Faults are injected with vi.spyOn on the real bindings and the sandbox processor.
+ */
+import { env } from 'cloudflare:workers';
+import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
+import fc from 'fast-check';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ChunkMessage } from '../../src/schemas/queue';
+import { sandboxProcessor } from '../../src/services/processors/sandbox';
+import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
+import { fuzzRuns } from '../helpers/fuzz';
+
+const CHUNKS = 'binbatch-chunks';
+const DEAD_LETTERS = 'binbatch-chunks-dlq';
+/** wrangler.toml `max_retries` of the chunk queue. */
+const MAX_RETRIES = 5;
+const ROWS_PER_CHUNK = 4;
+
+let merchant: TestMerchant;
+let chunkRows: string;
+beforeAll(async () => {
+  merchant = await createMerchant({ name: 'Faulty Shop' });
+  // Small chunks, so a dozen rows make several messages.
+  chunkRows = env.BATCH_CHUNK_ROWS;
+  env.BATCH_CHUNK_ROWS = String(ROWS_PER_CHUNK);
+});
+afterAll(() => {
+  env.BATCH_CHUNK_ROWS = chunkRows;
+});
+beforeEach(() => {
+  // The consumer logs each failed attempt; these tests cause them on purpose.
+  vi.spyOn(console, 'error').mockImplementation(() => undefined);
+  vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** A batch of `rows` approved card sales, created without sending its messages. */
+async function newBatch(rows: number): Promise<{ id: string; messages: ChunkMessage[] }> {
+  const batch = await createUnqueuedBatch(merchant.secretKey, csv(CARD_HEADER, saleRows(rows)));
+  expect(batch.messages).toHaveLength(Math.ceil(rows / ROWS_PER_CHUNK));
+  await env.BATCH_PROGRESS.getByName(batch.id).markQueued();
+  return batch;
+}
+
+/**
+ * Delivers `schedule` (messages, repeats allowed, one per delivery), then keeps re-delivering
+ * what the consumer asked to retry, with rising `attempts`, as the queue does; a message out of
+ * retries goes to the dead-letter consumer. `before` runs before each delivery (to inject faults).
+ */
+async function settle(schedule: ChunkMessage[], before: (n: number) => Promise<void> = async () => {}): Promise<void> {
+  const pending: { body: ChunkMessage; attempts: number }[] = schedule.map((body) => ({ body, attempts: 1 }));
+  for (let n = 0; pending.length > 0; n++) {
+    if (n > 200) throw new Error('settle: the consumer keeps asking for retries');
+    const next = pending.shift();
+    if (!next) break;
+    await before(n);
+    const result = await deliver(CHUNKS, [next.body], next.attempts);
+    if (result.retryMessages.length > 0 || result.retryBatch.retry) {
+      if (next.attempts > MAX_RETRIES) {
+        const dead = await deliver(DEAD_LETTERS, [next.body]);
+        expect(dead.explicitAcks).toHaveLength(1);
+      } else {
+        pending.push({ body: next.body, attempts: next.attempts + 1 });
+      }
+    } else {
+      expect(result.explicitAcks).toHaveLength(1);
+    }
+  }
+}
+
+/** Messages the Worker sends from here on are captured and lost: the queue never delivers them. */
+function loseSentMessages(into: ChunkMessage[]): void {
+  vi.spyOn(env.BATCH_QUEUE, 'sendBatch').mockImplementation(async (batch) => {
+    for (const message of batch) into.push(message.body);
+    return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } };
+  });
+}
+
+/** The batch completed, every row exactly once: in the counters, in D1 and in the result file. */
+async function expectCompletedExactlyOnce(id: string, rows: number): Promise<void> {
+  expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'completed', num_lines: rows, processed_lines: rows });
+  const counts = await env.DB.prepare(
+    'SELECT count(*) AS n, count(DISTINCT idempotency_key) AS keys, count(DISTINCT id) AS ids FROM transactions WHERE batch_id = ?1',
+  )
+    .bind(id)
+    .first<{ n: number; keys: number; ids: number }>();
+  expect(counts).toEqual({ n: rows, keys: rows, ids: rows });
+  const response = await call('GET', `/api/filebatch/${id}/download`, { key: merchant.secretKey });
+  expect(response.status).toBe(200);
+  const result = parseResult(await response.text());
+  expect(result.rows.map((row) => row.idempotency_key)).toEqual(Array.from({ length: rows }, (_, i) => `${id}:${i + 2}`));
+  expect(result.rows.every((row) => row.response === 'approved')).toBe(true);
+  expect(new Set(result.rows.map((row) => row.id)).size).toBe(rows);
+  // The uploaded file (card numbers) is gone once the batch ended.
+  expect(await env.FILES.head(`uploads/${id}.csv`)).toBeNull();
+}
+
+describe('the consumer fails partway and is retried', () => {
+  it('dies mid-chunk after charging some rows: each row recorded once, a re-sent charge carries the same key', async () => {
+    const { id, messages } = await newBatch(10);
+    const charge = sandboxProcessor.charge.bind(sandboxProcessor);
+    const keys: string[] = [];
+    vi.spyOn(sandboxProcessor, 'charge').mockImplementation(async (request) => {
+      keys.push(request.idempotencyKey);
+      if (keys.length === 3) throw new Error('processor connection reset');
+      return charge(request);
+    });
+    await settle(messages);
+    await expectCompletedExactlyOnce(id, 10);
+    // The chunk ran again, so its first rows went to the processor twice, with the row's own key
+    // both times: a networked processor deduplicates on it (the sandbox has nothing to dedupe).
+    expect(keys.length).toBeGreaterThan(10);
+    expect(new Set(keys)).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `${id}:${i + 2}`)));
+  });
+
+  it('R2 fails once reading the chunk', async () => {
+    const { id, messages } = await newBatch(9);
+    vi.spyOn(env.FILES, 'get').mockRejectedValueOnce(new Error('R2: internal error'));
+    await settle(messages);
+    await expectCompletedExactlyOnce(id, 9);
+  });
+
+  it('R2 fails once writing the result part, after the rows were recorded: they are replayed, not charged again', async () => {
+    const { id, messages } = await newBatch(9);
+    const charge = vi.spyOn(sandboxProcessor, 'charge');
+    vi.spyOn(env.FILES, 'put').mockRejectedValueOnce(new Error('R2: we encountered an internal error'));
+    await settle(messages);
+    expect(charge).toHaveBeenCalledTimes(9);
+    await expectCompletedExactlyOnce(id, 9);
+  });
+
+  it('D1 fails once writing the transactions', async () => {
+    const { id, messages } = await newBatch(9);
+    vi.spyOn(env.DB, 'batch').mockRejectedValueOnce(new Error('D1_ERROR: Network connection lost'));
+    await settle(messages);
+    await expectCompletedExactlyOnce(id, 9);
+  });
+
+  it('D1 fails once on the first query of a chunk', async () => {
+    const { id, messages } = await newBatch(9);
+    const prepare = env.DB.prepare.bind(env.DB);
+    let first = true;
+    vi.spyOn(env.DB, 'prepare').mockImplementation((query) => {
+      if (first) {
+        first = false;
+        throw new Error('D1_ERROR: storage caused object to be reset');
+      }
+      return prepare(query);
+    });
+    await settle(messages);
+    await expectCompletedExactlyOnce(id, 9);
+  });
+});
+
+describe('delivery order and repetition', () => {
+  it('every message twice, last chunk first', async () => {
+    const { id, messages } = await newBatch(11);
+    const reversed = [...messages].reverse();
+    await settle([...reversed, ...messages]);
+    await expectCompletedExactlyOnce(id, 11);
+  });
+
+  it('two copies of one chunk in the same delivery', async () => {
+    const { id, messages } = await newBatch(8);
+    const [first, second] = messages;
+    if (!first || !second) throw new Error('expected two chunks');
+    const result = await deliver(CHUNKS, [first, first, second]);
+    expect(result.explicitAcks).toHaveLength(3);
+    await expectCompletedExactlyOnce(id, 8);
+  });
+
+  it('the Durable Object evicted before every delivery', async () => {
+    const { id, messages } = await newBatch(12);
+    const stub = env.BATCH_PROGRESS.getByName(id);
+    await settle([messages[1], messages[0], messages[1], messages[2]].filter((m) => m !== undefined), async () => {
+      await evictDurableObject(stub);
+    });
+    await expectCompletedExactlyOnce(id, 12);
+  });
+
+  it('property: any order, repeats, one fault and evictions: exact counts, each row charged once', async () => {
+    const faults = ['none', 'r2-get', 'r2-put', 'd1-batch', 'processor', 'evict'] as const;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 13 }),
+        fc.array(fc.integer(), { minLength: 4, maxLength: 4 }),
+        fc.array(fc.nat(), { minLength: 0, maxLength: 6 }),
+        fc.constantFrom(...faults),
+        fc.nat(20),
+        async (rows, order, extra, fault, at) => {
+          const { id, messages } = await newBatch(rows);
+          const rank = (m: ChunkMessage) => order[m.chunk] ?? m.chunk;
+          const schedule = [...messages].sort((a, b) => rank(a) - rank(b));
+          for (const pick of extra) {
+            const message = messages[pick % messages.length];
+            if (message) schedule.splice(pick % (schedule.length + 1), 0, message);
+          }
+          const charge = sandboxProcessor.charge.bind(sandboxProcessor);
+          let calls = 0;
+          const spies: ({ mockRestore: () => void } | null)[] = [
+            fault === 'processor'
+              ? vi.spyOn(sandboxProcessor, 'charge').mockImplementation(async (request) => {
+                  if (++calls === (at % rows) + 1) throw new Error('processor timeout');
+                  return charge(request);
+                })
+              : null,
+          ];
+          await settle(schedule, async (n) => {
+            if (n !== at % schedule.length) return;
+            if (fault === 'r2-get') spies.push(vi.spyOn(env.FILES, 'get').mockRejectedValueOnce(new Error('R2 down')));
+            if (fault === 'r2-put') spies.push(vi.spyOn(env.FILES, 'put').mockRejectedValueOnce(new Error('R2 down')));
+            if (fault === 'd1-batch') spies.push(vi.spyOn(env.DB, 'batch').mockRejectedValueOnce(new Error('D1 down')));
+            if (fault === 'evict') await evictDurableObject(env.BATCH_PROGRESS.getByName(id));
+          });
+          for (const spy of spies) spy?.mockRestore();
+          await expectCompletedExactlyOnce(id, rows);
+        },
+      ),
+      fuzzRuns(12),
+    );
+  });
+});
+
+describe('a batch never stays in processing', () => {
+  it('a chunk that fails every attempt ends in the dead-letter queue and fails the batch with a reason', async () => {
+    const { id, messages } = await newBatch(8);
+    const [first, second] = messages;
+    if (!first || !second) throw new Error('expected two chunks');
+    await settle([first]);
+    const get = vi.spyOn(env.FILES, 'get').mockRejectedValue(new Error('R2: bucket unavailable'));
+    await settle([second]);
+    const record = await status(merchant.secretKey, id);
+    expect(record).toMatchObject({ status: 'failed', processed_lines: 4 });
+    expect(record.failure_reason).toMatch(/chunk 1 \(from line 6\)/);
+    get.mockRestore();
+    const download = await call('GET', `/api/filebatch/${id}/download`, { key: merchant.secretKey });
+    expect(download.status).toBe(409);
+    expect(await download.json()).toMatchObject({ status: 'failed', msg: 'batch is not in completed status', data: null });
+    expect(await env.FILES.head(`uploads/${id}.csv`)).toBeNull();
+  });
+
+  it('lost messages: the watchdog re-sends the missing chunks, then fails a batch that still makes no progress', async () => {
+    const { id, messages } = await newBatch(12);
+    const [first] = messages;
+    if (!first) throw new Error('expected chunks');
+    await settle([first]);
+    expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'processing', processed_lines: 4 });
+
+    // The other messages were lost. The watchdog's first alarm sends them again...
+    const resent: ChunkMessage[] = [];
+    loseSentMessages(resent);
+    const stub = env.BATCH_PROGRESS.getByName(id);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(resent.map((m) => m.chunk)).toEqual([1, 2]);
+    // ...and they are lost again: the second alarm fails the batch, saying why.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const record = await status(merchant.secretKey, id);
+    expect(record.status).toBe('failed');
+    expect(record.failure_reason).toMatch(/no progress/);
+    // A late delivery of a lost message changes nothing.
+    await settle(resent);
+    expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'failed', processed_lines: 4 });
+  });
+
+  it('the re-sent chunks complete the batch when they arrive, each row still charged once', async () => {
+    const { id, messages } = await newBatch(12);
+    await settle(messages.slice(0, 1));
+    const resent: ChunkMessage[] = [];
+    loseSentMessages(resent);
+    expect(await runDurableObjectAlarm(env.BATCH_PROGRESS.getByName(id))).toBe(true);
+    // The originals turn up late, after the re-sent copies.
+    await settle([...resent, ...messages]);
+    await expectCompletedExactlyOnce(id, 12);
+  });
+});
