@@ -143,7 +143,6 @@ async function replaceServer() {
 }
 
 let failed = false;
-let profileResults;
 try {
   for (const scenario of scenarios) {
     const report = settings.groups.has(scenario.group);
@@ -176,8 +175,6 @@ try {
   log('stopping the server...');
   await server.stop();
 }
-if (settings.profile) profileResults = await profiles(ctx);
-
 /**
  * --profile: after the measured run, a second fresh server whose entry is the I/O probe
  * (scripts/bench/io-probe-entry.mjs: the same service, every binding call counted and timed) runs
@@ -258,11 +255,20 @@ const results = {
   settings: { ...settings, groups: [...settings.groups] },
   rows,
   ...(runtimeEvents.length > 0 ? { runtimeEvents } : {}),
-  ...(profileResults ? { profiles: profileResults } : {}),
 };
 printTable(results);
 const written = writeResults(root, results, settings.full);
 if (settings.full && updatePerformanceDoc(root, results)) written.push('docs/performance.md');
 log(`results written to ${written.join(', ')}`);
+
+// Profiles come after the figures are safely written; the results files are then rewritten with them.
+if (settings.profile) {
+  results.profiles = await Promise.race([
+    profiles(ctx),
+    new Promise((resolve) => setTimeout(resolve, 20 * 60_000, { error: 'profiling did not finish within 20 minutes' })).then((r) => r),
+  ]);
+  writeResults(root, results, settings.full);
+  log('profiles added to the results files');
+}
 // Exit explicitly: an inspector socket or keep-alive connection must not hold the process open.
 process.exit(failed ? 1 : 0);

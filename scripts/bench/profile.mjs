@@ -60,9 +60,15 @@ export class HeapSampler {
   #peakTotal = 0;
   #peakUsed = 0;
 
+  /** Null when no session can be opened within 3 s (wrangler's proxy serves one DevTools client at a time). */
   static async connect(port, intervalMs = 250) {
     const sampler = new HeapSampler();
-    sampler.#session = await connectInspector(port);
+    const session = await Promise.race([
+      connectInspector(port).catch(() => null),
+      new Promise((resolve) => setTimeout(resolve, 3_000, null)),
+    ]);
+    if (!session) return null;
+    sampler.#session = session;
     sampler.#timer = setInterval(() => void sampler.#tick(), intervalMs);
     sampler.#timer.unref();
     await sampler.#tick();
@@ -252,6 +258,8 @@ export function classify(entry) {
  */
 export async function profileWork(ctx, name, work) {
   const profiler = await connectProfiler(ctx.server.inspectorPort);
+  // The inspector serves one session: the batch scenario's heap sampler stays off meanwhile.
+  ctx.profiling = true;
   const started = performance.now();
   let profile;
   let workResult;
@@ -260,6 +268,7 @@ export async function profileWork(ctx, name, work) {
     workResult = await work();
     profile = await profiler.stop();
   } finally {
+    ctx.profiling = false;
     profiler.close();
   }
   const wallSeconds = (performance.now() - started) / 1000;

@@ -143,10 +143,12 @@ async function runFile(ctx, rows, bins, customers) {
   ctx.rss.reset();
   const rssBefore = ctx.rss.currentMb();
   // The isolate's own heap, beside workerd's RSS (which also holds the D1/R2/queue simulators).
-  const heap = await HeapSampler.connect(ctx.server.inspectorPort).catch(() => null);
+  const heap = ctx.profiling ? null : await HeapSampler.connect(ctx.server.inspectorPort);
 
   const started = performance.now();
-  const upload = await fetch(`${ctx.url}/api/filebatch`, { method: 'POST', headers: { authorization: SECRET_KEY }, body: form });
+  const upload = await fetch(`${ctx.url}/api/filebatch`, {
+    method: 'POST', headers: { authorization: SECRET_KEY }, body: form, signal: AbortSignal.timeout(300_000),
+  });
   const uploadBody = await upload.json().catch(() => null);
   const uploadSeconds = (performance.now() - started) / 1000;
   requireRoute({ status: upload.status, body: uploadBody }, 'POST /api/filebatch');
