@@ -84,7 +84,9 @@ const rss = new RssSampler(() => server.workerdPids()).start();
 // are logged with the time, so a failed scenario can be told from a slow one.
 const runtimeEvents = [];
 let knownPids = new Set(server.workerdPids());
+let replacing = false;
 const pidWatch = setInterval(() => {
+  if (replacing) return;
   const now = new Set(server.workerdPids());
   const gone = [...knownPids].filter((pid) => !now.has(pid));
   const added = [...now].filter((pid) => !knownPids.has(pid));
@@ -126,21 +128,26 @@ async function healthy() {
  * A server that stopped answering (it happened on the shared machine this was built on: the
  * workerd processes vanished mid-run) is replaced by a fresh one, with the BIN data imported again.
  */
-async function replaceServer() {
-  const events = runtimeEvents.length ? ` (${runtimeEvents.at(-1)})` : '';
-  log(`the server stopped answering${events}; starting a fresh one...`);
+async function replaceServer(reason = 'the server stopped answering') {
+  const events = runtimeEvents.length && reason.includes('stopped') ? ` (${runtimeEvents.at(-1)})` : '';
+  log(`${reason}${events}; starting a fresh server...`);
+  replacing = true;
   await server.stop().catch(() => {});
   server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
   Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
   knownPids = new Set(server.workerdPids());
+  replacing = false;
   ctx.data.batchCustomers = undefined;
   if (settings.groups.has('lookup') || settings.groups.has('batch') || settings.groups.has('import')) {
     const bins = ctx.data.bins;
     await importScenarios[0].run(ctx);
     ctx.data.bins = bins ?? ctx.data.bins;
   }
-  runtimeEvents.push(`${new Date().toISOString()}: server replaced by a fresh one (${server.url})`);
+  if (reason.includes('stopped')) runtimeEvents.push(`${new Date().toISOString()}: server replaced by a fresh one (${server.url})`);
 }
+// Each batch file runs on a fresh server (BINs imported, no other load before it): workerd's RSS
+// only grows over a run, so peaks of files measured one after the other would not compare.
+ctx.freshServer = replaceServer;
 
 let failed = false;
 try {

@@ -202,6 +202,7 @@ export const batchScenarios = [1_000, 10_000, 100_000].map((rows) => ({
   group: 'batch',
   enabled: (settings) => settings.batchSizes.includes(rows),
   async run(ctx) {
+    if (ctx.freshServer) await ctx.freshServer(`batch of ${rows.toLocaleString('en-US')} rows`);
     const probe = await callJson(ctx, 'GET', '/api/filebatch/bench-probe');
     requireRoute(probe, 'GET /api/filebatch/{id}');
     const bins = (ctx.data.bins ?? []).filter((b) => b.country).map((b) => b.bin).slice(0, 50_000);
