@@ -11,9 +11,11 @@ export interface Env {
   BATCH_PROGRESS: DurableObjectNamespace<BatchProgress>;
   LOOKUP_RATE_LIMITER: RateLimit;
   TOKENIZER_RATE_LIMITER: RateLimit;
+  TRANSACTION_RATE_LIMITER: RateLimit;
 
   BATCH_CHUNK_ROWS: string;
   BATCH_MAX_BYTES: string;
+  BATCH_MAX_ROWS: string;
   BATCH_STALL_MINUTES: string;
   BATCH_RETENTION_DAYS: string;
   BIN_CACHE_TTL_SECONDS: string;

@@ -89,6 +89,11 @@ export class CsvScanner {
     this.#options = options;
   }
 
+  /** Data rows completed so far. */
+  get rows(): number {
+    return this.#rows;
+  }
+
   push(bytes: Uint8Array): CsvProblem | null {
     let i = 0;
     if (!this.#bomChecked) {

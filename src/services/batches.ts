@@ -28,6 +28,7 @@ const KNOWN_COLUMNS: ReadonlySet<string> = new Set(INPUT_COLUMNS);
 export interface BatchLimits {
   chunkRows: number;
   maxBytes: number;
+  maxRows: number;
   retentionDays: number;
 }
 
@@ -40,6 +41,7 @@ export function batchLimits(env: Env): BatchLimits {
   return {
     chunkRows: positiveInt(env.BATCH_CHUNK_ROWS, 500),
     maxBytes: positiveInt(env.BATCH_MAX_BYTES, 100 * 1024 * 1024),
+    maxRows: positiveInt(env.BATCH_MAX_ROWS, 500_000),
     retentionDays: positiveInt(env.BATCH_RETENTION_DAYS, 10),
   };
 }
@@ -120,13 +122,22 @@ export async function uploadBatch(
         failure = { ok: false, reason: 'invalid_file', msg: problemMessage(problem) };
         break;
       }
+      if (scanner.rows > limits.maxRows) {
+        failure = { ok: false, reason: 'too_large', msg: `the file exceeds the limit of ${limits.maxRows} data rows` };
+        break;
+      }
       await writer.write(bytes);
     }
   } catch (err) {
     await writer.abort();
     throw err;
   }
-  const scan = failure ? null : scanner.finish();
+  let scan = failure ? null : scanner.finish();
+  // The last row may end without "\n" and only be counted by finish().
+  if (scan?.ok && scan.rows > limits.maxRows) {
+    failure = { ok: false, reason: 'too_large', msg: `the file exceeds the limit of ${limits.maxRows} data rows` };
+    scan = null;
+  }
   if (failure || !scan || !scan.ok) {
     await writer.abort();
     return failure ?? { ok: false, reason: 'invalid_file', msg: scan && !scan.ok ? problemMessage(scan) : 'invalid file' };

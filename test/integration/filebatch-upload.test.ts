@@ -74,6 +74,24 @@ describe('upload: structural problems reject the whole file', () => {
     expect(await uploadsInR2()).toEqual([]);
   });
 
+  it('rejects a file with more data rows than BATCH_MAX_ROWS (too_large → 413), with or without a final newline', async () => {
+    const merchant = await createMerchant();
+    const caller = await authenticateKey(env, merchant.secretKey);
+    if (!caller) throw new Error('no caller');
+    const limited = { ...env, BATCH_MAX_ROWS: '3' };
+    const upload = (text: string) => {
+      async function* bytes() {
+        yield new TextEncoder().encode(text);
+      }
+      return uploadBatch(limited, caller, { fileName: 'rows.csv', bytes: bytes() }, null, systemClock);
+    };
+    const tooMany = { ok: false, reason: 'too_large', msg: 'the file exceeds the limit of 3 data rows' };
+    expect(await upload(csv(CARD_HEADER, saleRows(4)))).toEqual(tooMany);
+    expect(await upload(csv(CARD_HEADER, saleRows(4)).replace(/\n$/, ''))).toEqual(tooMany);
+    expect(await uploadsInR2()).toEqual([]);
+    expect(await upload(csv(CARD_HEADER, saleRows(3)))).toMatchObject({ ok: true, batch: { num_lines: 3 } });
+  });
+
   it('answers 413 at once when Content-Length announces more than the limit', async () => {
     const merchant = await createMerchant();
     const response = await call('POST', '/api/filebatch?file_name=x.csv', {

@@ -3,6 +3,7 @@ import { env } from 'cloudflare:workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESULT_COLUMNS } from '../../src/schemas/transaction';
 import { admin, call, createMerchant, type TestMerchant } from '../helpers/api';
+import { d1Tables, describeFindings, findSecrets, scanD1 } from '../helpers/leak-scan';
 
 interface Envelope<T = unknown> {
   status: string;
@@ -497,30 +498,14 @@ describe('card data', () => {
     answers.push(await (await post({ ...SALE, cc_number: '5105105105105100', cc_expiration: '01/20', cc_cvc: '739' })).text()); // refused: expired
     answers.push(await (await post({ ...ACH, ach_account_number: '55501234567' })).text());
 
-    const secrets = [...cards, '4242424242424241', '55501234567', VISA, '4000000000000002'];
-    const holdsCardData = (text: string) => secrets.some((s) => text.includes(s)) || text === '739' || text === '7391' || /\b(cvc|cvv|cc_cvc|cc_number)\b/i.test(text);
-
-    for (const answer of answers) expect(secrets.some((s) => answer.includes(s)), answer).toBe(false);
-    expect(answers.join('\n')).not.toMatch(/"7391"|"739"/);
-
-    const { results: tables } = await env.DB.prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-    ).all<{ name: string }>();
-    expect(tables.map((t) => t.name)).toContain('transactions');
-    let cells = 0;
-    for (const { name } of tables) {
-      const { results } = await env.DB.prepare(`SELECT * FROM "${name}"`).all<Record<string, unknown>>();
-      for (const row of results) {
-        for (const [column, value] of Object.entries(row)) {
-          cells++;
-          expect(holdsCardData(column) || holdsCardData(String(value)), `${name}.${column}`).toBe(false);
-        }
-      }
-    }
-    expect(cells).toBeGreaterThan(1000);
+    const secrets = { cardNumbers: [...cards, '4242424242424241', '55501234567', VISA, '4000000000000002'], cvcs: ['739', '7391'] };
+    const findings = answers.flatMap((answer, i) => findSecrets(answer, secrets, `answer ${i}`));
+    expect(await d1Tables(env.DB)).toContain('transactions');
+    findings.push(...(await scanD1(env.DB, secrets)));
     const masked = await env.DB.prepare("SELECT masked_account FROM transactions WHERE idempotency_key = 'scan-2'").first();
     expect(masked).toEqual({ masked_account: '371449*****8431' });
 
-    expect(secrets.some((s) => logged.join('\n').includes(s))).toBe(false);
+    findings.push(...findSecrets(logged.join('\n'), secrets, 'console'));
+    expect(findings, describeFindings(findings)).toEqual([]);
   });
 });

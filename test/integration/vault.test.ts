@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveVaultPaymentMethod } from '../../src/services/vault';
+import { d1Tables, describeFindings, scanD1, scanKv } from '../helpers/leak-scan';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 
 interface Envelope<T = unknown> {
@@ -326,35 +327,14 @@ describe('card data at rest', () => {
       account_type: 'checking',
       sec_code: 'CCD',
     });
-    // Full numbers are long enough that a random id or hash cannot contain one by chance. A CVC is
-    // not (any hex hash may hold "9173"), so it is checked as a whole value and as a field name.
-    const numbers = ['6011111111111117', '4012888888881881', '987654321012', VISA, MASTERCARD, AMEX];
-    const holdsCardData = (text: string) =>
-      numbers.some((number) => text.includes(number)) || text === '9173' || /\b(cvc|cvv|cc_cvc)\b/i.test(text);
-
-    const { results: tables } = await env.DB.prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-    ).all<{ name: string }>();
-    expect(tables.map((t) => t.name)).toContain('vault_payment_methods');
-    let cells = 0;
-    for (const { name } of tables) {
-      const { results } = await env.DB.prepare(`SELECT * FROM "${name}"`).all<Record<string, unknown>>();
-      for (const row of results) {
-        for (const [column, value] of Object.entries(row)) {
-          cells++;
-          expect(holdsCardData(column) || holdsCardData(String(value)), `${name}.${column}`).toBe(false);
-        }
-      }
-    }
-    expect(cells).toBeGreaterThan(20);
-
-    for (const namespace of [env.TOKENS, env.BIN_CACHE]) {
-      const { keys } = await namespace.list();
-      for (const key of keys) {
-        const value = (await namespace.get(key.name)) ?? '';
-        expect(holdsCardData(key.name) || holdsCardData(value), key.name).toBe(false);
-      }
-    }
+    const secrets = { cardNumbers: ['6011111111111117', '4012888888881881', '987654321012', VISA, MASTERCARD, AMEX], cvcs: ['9173'] };
+    expect(await d1Tables(env.DB)).toContain('vault_payment_methods');
+    const findings = [
+      ...(await scanD1(env.DB, secrets)),
+      ...(await scanKv(env.TOKENS, 'TOKENS', secrets)),
+      ...(await scanKv(env.BIN_CACHE, 'BIN_CACHE', secrets)),
+    ];
+    expect(findings, describeFindings(findings)).toEqual([]);
 
     // And yet the data is there, sealed: the vault still resolves the full number.
     expect(await resolveVaultPaymentMethod(env, shop.id, 'scan1', {})).toMatchObject({ ok: true, method: { number: '6011111111111117' } });

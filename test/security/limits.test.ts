@@ -1,5 +1,5 @@
 /**
- * Every limit of the Limits table in docs/security.md, at its edge: the largest accepted value
+ * Every limit of the README's Limits table, at its edge: the largest accepted value
  * passes, one more is refused with the documented status and a msg naming the field.
  */
 import { env } from 'cloudflare:workers';
@@ -286,6 +286,7 @@ describe('rate limits', () => {
   const cases = [
     { path: '/api/lookup/bin/protected', binding: 'LOOKUP_RATE_LIMITER', limit: 1200, type: 'secret' },
     { path: '/api/tokenizer/token', binding: 'TOKENIZER_RATE_LIMITER', limit: 600, type: 'public' },
+    { path: '/api/transaction', binding: 'TRANSACTION_RATE_LIMITER', limit: 600, type: 'secret' },
   ] as const;
 
   it.each(cases)('$path: 429 with Retry-After once the key has spent its $limit per minute; other keys unaffected', async (c) => {
