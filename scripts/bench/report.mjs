@@ -86,6 +86,8 @@ export function printTable(results) {
   console.log(fmt(lines[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const line of lines.slice(1)) console.log(fmt(line));
+  console.log('');
+  for (const t of targets(results)) console.log(`${t.met === null ? '  -   ' : t.met ? '  met ' : 'MISSED'}  ${t.target}: ${t.measured}`);
   const m = results.machine;
   console.log(`\nload average at start ${m.loadAverage1mAtStart}, other workerd processes running at start: ${m.foreignWorkerdAtStart}`);
   console.log(`${m.cores} cores (${m.cpu}), ${m.memoryGb} GB, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}, ${m.loadGenerator}, commit ${m.commit}`);
@@ -145,8 +147,42 @@ export function updatePerformanceDoc(root, results) {
       `Load average at start ${m.loadAverage1mAtStart}, ${m.foreignWorkerdAtStart} other workerd processes running.`,
     '',
     markdownTable(results),
+    '',
+    targetsMarkdown(results),
     END,
   ].join('\n');
   writeFileSync(path, text.slice(0, from) + block + text.slice(to + END.length));
   return true;
+}
+
+/** The issue's targets, judged from this run's rows: [{ target, measured, met }] (met null: not measured). */
+export function targets(results) {
+  const row = (name) => results.rows.find((r) => r.scenario === name && !r.skipped);
+  const warm = row('lookup warm');
+  const e2e = row('batch 100,000 rows: upload → completed');
+  const download = row('batch 100,000 rows: download');
+  const big = row('batch 100,000 rows: download');
+  const small = row('batch 10,000 rows: download');
+  const out = [];
+  const add = (target, measured, met) => out.push({ target, measured, met });
+  add('lookup warm ≥ 0.8 × healthz throughput', warm ? `${fixed(warm.ratioToBaseline, 2)}× (${int(warm.rps)} vs ${int(warm.pairedHealthz?.rps ?? 0)} req/s)` : 'not measured', warm ? warm.ratioToBaseline >= 0.8 : null);
+  add('lookup warm p99 ≤ 2 × healthz p99', warm ? `${fixed(warm.p99Ratio, 2)}× (${ms(warm.p99Ms)} vs ${ms(warm.pairedHealthz?.p99Ms)})` : 'not measured', warm ? warm.p99Ratio <= 2 : null);
+  add('100,000 rows upload → completed < 60 s (≥ 1,700 rows/s)', e2e ? `${fixed(e2e.seconds, 1)} s (${int(e2e.rate)} rows/s)` : 'not measured', e2e ? e2e.seconds < 60 : null);
+  add('download of the 100,000-row results ≥ 20 MB/s', download ? `${fixed(download.rate, 1)} MB/s` : 'not measured', download ? download.rate >= 20 : null);
+  if (big && small) {
+    const rss = big.peakRssMb - small.peakRssMb;
+    add('peak workerd RSS, 100k rows ≤ 10k rows + 64 MB', `${int(big.peakRssMb)} vs ${int(small.peakRssMb)} MB (${rss >= 0 ? '+' : ''}${int(rss)} MB)`, rss <= 64);
+    if (big.peakHeapTotalMb != null && small.peakHeapTotalMb != null) {
+      const heap = big.peakHeapTotalMb - small.peakHeapTotalMb;
+      add('(same, for the Worker isolate\'s V8 heap alone)', `${int(big.peakHeapTotalMb)} vs ${int(small.peakHeapTotalMb)} MB (${heap >= 0 ? '+' : ''}${int(heap)} MB)`, heap <= 64);
+    }
+  } else {
+    add('peak workerd RSS, 100k rows ≤ 10k rows + 64 MB', 'not measured', null);
+  }
+  return out;
+}
+
+export function targetsMarkdown(results) {
+  const mark = (met) => (met === null ? 'not measured' : met ? '**met**' : '**missed**');
+  return ['| Target | This run | |', '|---|---|---|', ...targets(results).map((t) => `| ${t.target} | ${t.measured} | ${mark(t.met)} |`)].join('\n');
 }
