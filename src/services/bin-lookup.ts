@@ -5,6 +5,7 @@
  */
 import type { Env } from '../env';
 import { detectBrand } from '../lib/card-brand';
+import { MemoryCache } from '../lib/memory-cache';
 import { binKey, getCachedBin, getCachedRanges, putCachedBin, putCachedRanges, rangeKey } from '../storage/bin-cache';
 import {
   findLongestBin,
@@ -129,27 +130,17 @@ function metadataOf(digits: string, record: BinRecord | null, range: AccountRang
  * Records recently answered in this isolate, under the same versioned keys as KV. Saves KV
  * operations (1,000 per invocation) when a batch looks up the same BINs again and again.
  */
-const RECENT_LIMIT = 2_000;
-const recent = new Map<string, BinRecord | null>();
-
-function rememberRecent(key: string, record: BinRecord | null): BinRecord | null {
-  if (recent.size >= RECENT_LIMIT) {
-    const oldest = recent.keys().next();
-    if (!oldest.done) recent.delete(oldest.value);
-  }
-  recent.set(key, record);
-  return record;
-}
+const recent = new MemoryCache<BinRecord | null>(2_000);
 
 async function cachedBin(env: Env, version: number, keyDigits: string, ttl: number): Promise<BinRecord | null> {
   const key = binKey(version, keyDigits);
   const remembered = recent.get(key);
   if (remembered !== undefined) return remembered;
   const cached = await getCachedBin(env.BIN_CACHE, key);
-  if (cached !== undefined) return rememberRecent(key, cached);
+  if (cached !== undefined) return recent.set(key, cached);
   const record = await findLongestBin(env.DB, prefixesOf(keyDigits));
   await putCachedBin(env.BIN_CACHE, key, record, ttl);
-  return rememberRecent(key, record);
+  return recent.set(key, record);
 }
 
 /** Ranges overlapping the 11-digit block of the digits: the exact match is picked in memory,

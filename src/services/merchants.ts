@@ -1,6 +1,7 @@
 /** Merchants and their API keys: creation, revocation, and turning a raw key into a caller. */
 import type { Caller, Env, KeyType } from '../env';
 import { randomId, randomSecret, sha256Hex } from '../lib/crypto';
+import { MemoryCache } from '../lib/memory-cache';
 import type { Clock } from '../lib/time';
 import { isoTimestamp } from '../lib/time';
 import {
@@ -77,7 +78,7 @@ export async function createKey(db: D1Database, merchantId: string, type: KeyTyp
 export async function revokeKey(env: Env, keyId: string, clock: Clock): Promise<boolean> {
   const keyHash = await revokeApiKey(env.DB, keyId, isoTimestamp(clock()));
   if (keyHash === null) return false;
-  await dropCachedCallers(env.BIN_CACHE, [keyHash]);
+  await forgetCallers(env, [keyHash]);
   return true;
 }
 
@@ -89,16 +90,34 @@ export async function changeMerchant(
 ): Promise<Merchant | null> {
   const merchant = await updateMerchant(env.DB, merchantId, changes, isoTimestamp(clock()));
   // Cached callers carry the merchant's flags: drop them so the change applies at once.
-  if (merchant) await dropCachedCallers(env.BIN_CACHE, await listActiveKeyHashes(env.DB, merchantId));
+  if (merchant) await forgetCallers(env, await listActiveKeyHashes(env.DB, merchantId));
   return merchant;
 }
+
+/**
+ * Callers recently authenticated in this isolate, for a few seconds: a warm request then reads no
+ * KV for its key. Revocation and merchant changes drop the entry here and in KV; elsewhere they
+ * apply within this TTL (KV's own propagation takes up to 60 s anyway).
+ */
+const AUTH_MEMORY_TTL_MS = 10_000;
+const recentCallers = new MemoryCache<Caller>(1_000, AUTH_MEMORY_TTL_MS);
 
 /** The caller behind a raw API key, or null when the key is unknown or revoked. */
 export async function authenticateKey(env: Env, rawKey: string): Promise<Caller | null> {
   const keyHash = await sha256Hex(rawKey);
+  const remembered = recentCallers.get(keyHash);
+  if (remembered) return remembered;
   const cached = await getCachedCaller(env.BIN_CACHE, keyHash);
-  if (cached) return cached;
+  if (cached) return recentCallers.set(keyHash, cached);
   const caller = await findCallerByKeyHash(env.DB, keyHash);
-  if (caller) await putCachedCaller(env.BIN_CACHE, keyHash, caller);
+  if (caller) {
+    await putCachedCaller(env.BIN_CACHE, keyHash, caller);
+    recentCallers.set(keyHash, caller);
+  }
   return caller;
+}
+
+async function forgetCallers(env: Env, keyHashes: string[]): Promise<void> {
+  for (const hash of keyHashes) recentCallers.delete(hash);
+  await dropCachedCallers(env.BIN_CACHE, keyHashes);
 }

@@ -5,6 +5,7 @@
  * not code). A region without a rule is not surchargeable.
  */
 import type { Env } from '../env';
+import { MemoryCache } from '../lib/memory-cache';
 import { getCachedRules, putCachedRules, surchargeKey } from '../storage/bin-cache';
 import { findRulesForRegion, type SurchargeRule } from '../storage/surcharge-rules';
 import type { CardMetadata } from './bin-lookup';
@@ -81,11 +82,16 @@ export function ruleInForce(rules: readonly SurchargeRule[], now: Date): Surchar
   return regional ?? national;
 }
 
+/** Rules per (data version, country, region) kept in the isolate: a warm lookup reads no KV for them. */
+const recentRules = new MemoryCache<SurchargeRule[]>(1_000);
+
 async function rulesForRegion(env: Env, country: string, region: string): Promise<SurchargeRule[]> {
   const key = surchargeKey(await currentDataVersion(env), country, region);
+  const remembered = recentRules.get(key);
+  if (remembered !== undefined) return remembered;
   const cached = await getCachedRules(env.BIN_CACHE, key);
-  if (cached !== undefined) return cached;
+  if (cached !== undefined) return recentRules.set(key, cached);
   const rules = await findRulesForRegion(env.DB, country, region);
   await putCachedRules(env.BIN_CACHE, key, rules, cacheTtlSeconds(env));
-  return rules;
+  return recentRules.set(key, rules);
 }

@@ -7,14 +7,13 @@
 import type { Caller, Env } from '../env';
 import { lookupCards, type CardMetadata } from './bin-lookup';
 import { surchargePolicy, type SurchargePolicy } from './surcharge';
-import { resolveVaultPaymentMethod } from './vault';
+import { resolveVaultPaymentMethods, type VaultReference, type VaultResolution } from './vault';
 
 export type { CardMetadata } from './bin-lookup';
 export type { VaultCustomer, VaultPaymentMethod } from './vault';
 export type { SurchargePolicy } from './surcharge';
 
-/** What `resolveVaultPaymentMethod` answers. */
-export type VaultResolution = Awaited<ReturnType<typeof resolveVaultPaymentMethod>>;
+export type { VaultReference, VaultResolution } from './vault';
 
 export interface SurchargeRegion {
   country: string;
@@ -30,19 +29,15 @@ export interface TransactionDeps {
     region: SurchargeRegion,
     options: { customerExempt: boolean; now: Date },
   ): Promise<SurchargePolicy>;
-  /** The merchant's vault customer and the payment method to charge. */
-  resolveVaultPaymentMethod(
-    customerId: string,
-    options: { paymentMethodId?: string; paymentMethodType?: 'card' | 'ach' },
-  ): Promise<VaultResolution>;
+  /** The merchant's vault customers and the payment methods to charge, in order (one query for a call). */
+  resolveVaultPaymentMethods(references: readonly VaultReference[]): Promise<VaultResolution[]>;
 }
 
-/** The real dependencies. The engine asks for the card metadata of a whole call at once. */
+/** The real dependencies. The engine asks for the card metadata and vault methods of a whole call at once. */
 export function transactionDepsFromEnv(env: Env, caller: Caller): TransactionDeps {
   return {
     cardMetadata: (numbers) => lookupCards(env, numbers, { enhanced: caller.enhancedBinLookup }),
     surchargePolicy: (card, region, options) => surchargePolicy(env, card, region, options),
-    resolveVaultPaymentMethod: (customerId, options) =>
-      resolveVaultPaymentMethod(env, caller.merchantId, customerId, options),
+    resolveVaultPaymentMethods: (references) => resolveVaultPaymentMethods(env, caller.merchantId, references),
   };
 }

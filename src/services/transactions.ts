@@ -237,14 +237,15 @@ class Resolver {
   async resolveAll(items: Item[]): Promise<Resolution[]> {
     const { deps } = this.#engine;
 
-    // Vault references, once each.
+    // Vault references, once each, in one query.
     const references = new Map<string, VaultReference>();
     for (const { tx } of items) if (tx.source.kind === 'vault') references.set(vaultKey(tx.source), tx.source);
-    const vaultAnswers = await mapWithConcurrency([...references.values()], CONCURRENCY, (ref) =>
-      deps.resolveVaultPaymentMethod(ref.customerId, {
+    const vaultAnswers = await deps.resolveVaultPaymentMethods(
+      [...references.values()].map((ref) => ({
+        customerId: ref.customerId,
         ...(ref.paymentMethodId !== null ? { paymentMethodId: ref.paymentMethodId } : {}),
         ...(ref.paymentMethodType !== null ? { paymentMethodType: ref.paymentMethodType } : {}),
-      }),
+      })),
     );
     const vault = new Map([...references.keys()].map((key, i) => [key, vaultAnswers[i] as VaultResolution]));
     const drafts = items.map(({ tx }) => {

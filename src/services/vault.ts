@@ -14,7 +14,7 @@ import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, Paym
 import {
   deleteCustomer as deleteCustomerRows,
   findCustomer,
-  findCustomerWithMethod,
+  findCustomersWithMethods,
   findPaymentMethod,
   insertCustomerStatement,
   insertPaymentMethodStatement,
@@ -23,6 +23,7 @@ import {
   updateCustomer as updateCustomerRow,
   type CustomerRecord,
   type PaymentMethodRecord,
+  type ResolvedRow,
 } from '../storage/vault';
 import { readTempToken } from './tokens';
 
@@ -53,30 +54,61 @@ export type ResolveFailure =
   | 'no_default_payment_method'
   | 'payment_method_type_mismatch';
 
+export interface VaultReference {
+  customerId: string;
+  paymentMethodId?: string;
+  paymentMethodType?: 'card' | 'ach';
+}
+
+export type VaultResolution =
+  | { ok: true; customer: VaultCustomer; method: VaultPaymentMethod }
+  | { ok: false; reason: ResolveFailure; msg: string };
+
 /**
  * The payment method a charge or lookup for `customerId` uses: `paymentMethodId` when given,
  * else the customer's default. `paymentMethodType`, when given, must match the method found.
- * One indexed D1 query and one decrypt, so batch rows can call it per row.
+ * One indexed D1 query and one decrypt.
  */
 export async function resolveVaultPaymentMethod(
   env: Env,
   merchantId: string,
   customerId: string,
   options: { paymentMethodId?: string; paymentMethodType?: 'card' | 'ach' },
-): Promise<
-  | { ok: true; customer: VaultCustomer; method: VaultPaymentMethod }
-  | { ok: false; reason: ResolveFailure; msg: string }
-> {
-  const row = await findCustomerWithMethod(env.DB, merchantId, customerId, options.paymentMethodId ?? null);
+): Promise<VaultResolution> {
+  const [answer] = await resolveVaultPaymentMethods(env, merchantId, [{ customerId, ...options }]);
+  if (!answer) throw new Error('vault resolution answered nothing');
+  return answer;
+}
+
+/** `resolveVaultPaymentMethod` for many references (a batch chunk's rows) in one D1 query. */
+export async function resolveVaultPaymentMethods(
+  env: Env,
+  merchantId: string,
+  references: readonly VaultReference[],
+): Promise<VaultResolution[]> {
+  const rows = await findCustomersWithMethods(
+    env.DB,
+    merchantId,
+    references.map((reference) => ({ customerId: reference.customerId, paymentMethodId: reference.paymentMethodId ?? null })),
+  );
+  return Promise.all(references.map((reference, i) => resolveFromRow(env, merchantId, reference, rows[i] ?? null)));
+}
+
+async function resolveFromRow(
+  env: Env,
+  merchantId: string,
+  reference: VaultReference,
+  row: ResolvedRow | null,
+): Promise<VaultResolution> {
   // Callers pass ids straight from requests and CSV rows; one holding a card number is not echoed.
-  const shownCustomer = quotableId(customerId);
+  const shownCustomer = quotableId(reference.customerId);
   if (!row) return { ok: false, reason: 'customer_not_found', msg: `customer_id: no vault customer ${shownCustomer}` };
   if (!row.method) {
-    return options.paymentMethodId !== undefined
+    return reference.paymentMethodId !== undefined
       ? {
           ok: false,
           reason: 'payment_method_not_found',
-          msg: `payment_method_id: customer ${shownCustomer} has no payment method ${quotableId(options.paymentMethodId)}`,
+          msg: `payment_method_id: customer ${shownCustomer} has no payment method ${quotableId(reference.paymentMethodId)}`,
         }
       : {
           ok: false,
@@ -84,11 +116,11 @@ export async function resolveVaultPaymentMethod(
           msg: `customer_id: customer ${shownCustomer} has no default payment method`,
         };
   }
-  if (options.paymentMethodType !== undefined && options.paymentMethodType !== row.method.type) {
+  if (reference.paymentMethodType !== undefined && reference.paymentMethodType !== row.method.type) {
     return {
       ok: false,
       reason: 'payment_method_type_mismatch',
-      msg: `payment_method_type: payment method ${row.method.id} is ${row.method.type}, not ${options.paymentMethodType}`,
+      msg: `payment_method_type: payment method ${row.method.id} is ${row.method.type}, not ${reference.paymentMethodType}`,
     };
   }
   const method = await unsealMethod(env, merchantId, row.method);

@@ -199,32 +199,50 @@ export interface ResolvedRow {
   method: PaymentMethodRecord | null;
 }
 
+const RESOLVED_COLUMNS = `c.merchant_id, c.id, c.description, c.email, c.surcharge_exempt, c.default_payment_method_id,
+       c.created_at, c.updated_at,
+       pm.id AS pm_id, pm.type AS pm_type, pm.sealed_number AS pm_sealed_number, pm.masked AS pm_masked,
+       pm.expiration AS pm_expiration, pm.routing_number AS pm_routing_number,
+       pm.account_type AS pm_account_type, pm.sec_code AS pm_sec_code, pm.created_at AS pm_created_at`;
+
+export interface MethodReference {
+  customerId: string;
+  paymentMethodId: string | null;
+}
+
 /**
- * Joins the customer with the payment method `paymentMethodId`, or with its default when that is
- * null. Null when the customer does not exist for this merchant.
+ * Each customer joined with the payment method `paymentMethodId`, or with its default when that
+ * is null, for many references in one query (a batch chunk's vault rows): the references travel
+ * as one JSON parameter. Answers in the order asked, null where the customer does not exist for
+ * this merchant.
  */
-export async function findCustomerWithMethod(
+export async function findCustomersWithMethods(
   db: D1Database,
   merchantId: string,
-  customerId: string,
-  paymentMethodId: string | null,
-): Promise<ResolvedRow | null> {
-  const row = await db
+  references: readonly MethodReference[],
+): Promise<(ResolvedRow | null)[]> {
+  if (references.length === 0) return [];
+  const { results } = await db
     .prepare(
-      `SELECT c.merchant_id, c.id, c.description, c.email, c.surcharge_exempt, c.default_payment_method_id,
-              c.created_at, c.updated_at,
-              pm.id AS pm_id, pm.type AS pm_type, pm.sealed_number AS pm_sealed_number, pm.masked AS pm_masked,
-              pm.expiration AS pm_expiration, pm.routing_number AS pm_routing_number,
-              pm.account_type AS pm_account_type, pm.sec_code AS pm_sec_code, pm.created_at AS pm_created_at
-       FROM vault_customers c
+      `WITH wanted AS (
+         SELECT key AS position, json_extract(value, '$[0]') AS customer_id, json_extract(value, '$[1]') AS pm_id
+         FROM json_each(?2)
+       )
+       SELECT w.position, ${RESOLVED_COLUMNS}
+       FROM wanted w
+       JOIN vault_customers c ON c.merchant_id = ?1 AND c.id = w.customer_id
        LEFT JOIN vault_payment_methods pm
          ON pm.merchant_id = c.merchant_id AND pm.customer_id = c.id
-        AND pm.id = COALESCE(?3, c.default_payment_method_id)
-       WHERE c.merchant_id = ?1 AND c.id = ?2`,
+        AND pm.id = COALESCE(w.pm_id, c.default_payment_method_id)`,
     )
-    .bind(merchantId, customerId, paymentMethodId)
-    .first<CustomerRow & PrefixedMethodRow>();
-  if (!row) return null;
+    .bind(merchantId, JSON.stringify(references.map((r) => [r.customerId, r.paymentMethodId])))
+    .all<CustomerRow & PrefixedMethodRow & { position: number }>();
+  const answers = new Array<ResolvedRow | null>(references.length).fill(null);
+  for (const row of results) answers[row.position] = toResolvedRow(row);
+  return answers;
+}
+
+function toResolvedRow(row: CustomerRow & PrefixedMethodRow): ResolvedRow {
   const customer = toCustomer({
     merchant_id: row.merchant_id,
     id: row.id,

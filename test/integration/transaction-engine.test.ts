@@ -17,7 +17,7 @@ const SALE: TransactionInput = { transaction_type: 'sale', cc_number: '411111111
 
 /** Card metadata by number prefix; surcharge allowed for credit cards outside CT; two vault customers. */
 function testDeps() {
-  const calls = { card: 0, cards: 0, surcharge: 0, vault: 0 };
+  const calls = { card: 0, cards: 0, surcharge: 0, vault: 0, vaultReferences: 0 };
   const deps: TransactionDeps = {
     cardMetadata: async (numbers) => {
       calls.card++;
@@ -33,16 +33,19 @@ function testDeps() {
       const allowed = card.card_type?.toLowerCase() === 'credit' && region.country === 'US' && region.state !== 'CT';
       return { allowed, maxRateBps: null };
     },
-    resolveVaultPaymentMethod: async (customerId): Promise<VaultResolution> => {
+    resolveVaultPaymentMethods: async (references) => {
       calls.vault++;
-      if (customerId === 'exempt1' || customerId === 'plain1') {
-        return {
-          ok: true,
-          customer: { id: customerId, surchargeExempt: customerId === 'exempt1', email: 'vault@example.com', description: null },
-          method: { id: 'pm1', type: 'card', number: '4111111111111111', expiration: '12/30', masked: '411111******1111' },
-        };
-      }
-      return { ok: false, reason: 'customer_not_found', msg: 'customer_id: no vault customer' };
+      calls.vaultReferences += references.length;
+      return references.map(({ customerId }): VaultResolution => {
+        if (customerId === 'exempt1' || customerId === 'plain1') {
+          return {
+            ok: true,
+            customer: { id: customerId, surchargeExempt: customerId === 'exempt1', email: 'vault@example.com', description: null },
+            method: { id: 'pm1', type: 'card', number: '4111111111111111', expiration: '12/30', masked: '411111******1111' },
+          };
+        }
+        return { ok: false, reason: 'customer_not_found', msg: 'customer_id: no vault customer' };
+      });
     },
   };
   return { deps, calls };
@@ -112,7 +115,7 @@ describe('a batch chunk', () => {
     expect(second.every((o) => o.ok && o.replayed)).toBe(true);
     expect(second.map((o) => recordOf(o).id)).toEqual(first.map((o) => recordOf(o).id));
     expect(second.map((o) => recordOf(o).auth_code)).toEqual(first.map((o) => recordOf(o).auth_code));
-    expect(calls).toEqual({ card: 0, cards: 0, surcharge: 0, vault: 0 });
+    expect(calls).toEqual({ card: 0, cards: 0, surcharge: 0, vault: 0, vaultReferences: 0 });
     const count = await env.DB.prepare("SELECT COUNT(*) AS n FROM transactions WHERE idempotency_key LIKE 'chunk2:%'").first<{ n: number }>();
     expect(count?.n).toBe(50);
   });
@@ -129,8 +132,8 @@ describe('a batch chunk', () => {
     }
     const outcomes = await run(rows('chunk3', inputs), deps);
     expect(outcomes.filter((o) => o.ok)).toHaveLength(500);
-    // One bulk call for the three distinct card numbers (the vault card is one of them).
-    expect(calls).toEqual({ card: 1, cards: 3, surcharge: 1, vault: 1 });
+    // One bulk call for the three distinct card numbers (the vault card is one of them), one for the vault.
+    expect(calls).toEqual({ card: 1, cards: 3, surcharge: 1, vault: 1, vaultReferences: 1 });
     const count = await env.DB.prepare("SELECT COUNT(*) AS n FROM transactions WHERE idempotency_key LIKE 'chunk3:%'").first<{ n: number }>();
     expect(count?.n).toBe(500);
   });

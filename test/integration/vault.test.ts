@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { resolveVaultPaymentMethod } from '../../src/services/vault';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { resolveVaultPaymentMethod, resolveVaultPaymentMethods } from '../../src/services/vault';
 import { d1Tables, describeFindings, scanD1, scanKv } from '../helpers/leak-scan';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 
@@ -313,6 +313,30 @@ describe('resolveVaultPaymentMethod', () => {
       msg: 'payment_method_id: customer res1 has no payment method missing',
     });
     expect(await resolveVaultPaymentMethod(env, shop.id, 'nobody', {})).toMatchObject({ ok: false, reason: 'customer_not_found' });
+  });
+
+  it('resolves many references in one query, answering each in the order asked', async () => {
+    await createCustomer({ id: 'bulk1', payment_method: { card: { number: VISA, expiration: '12/39' } } });
+    await createCustomer({ id: 'bulk2', payment_method: { card: { number: MASTERCARD, expiration: '01/40' } } });
+    const theirs = await vault('POST', '/customer', { id: 'theirs', payment_method: { card: { number: AMEX, expiration: '01/40' } } }, other.secretKey);
+    expect(theirs.status).toBe(201);
+    const prepare = vi.spyOn(env.DB, 'prepare');
+    const answers = await resolveVaultPaymentMethods(env, shop.id, [
+      { customerId: 'bulk2' },
+      { customerId: 'nobody' },
+      { customerId: 'bulk1', paymentMethodType: 'ach' },
+      { customerId: 'bulk1' },
+      { customerId: 'theirs' },
+    ]);
+    expect(prepare).toHaveBeenCalledTimes(1);
+    prepare.mockRestore();
+    expect(answers.map((a) => (a.ok ? a.method.type === 'card' && a.method.number : a.reason))).toEqual([
+      MASTERCARD,
+      'customer_not_found',
+      'payment_method_type_mismatch',
+      VISA,
+      'customer_not_found',
+    ]);
   });
 });
 
