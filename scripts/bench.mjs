@@ -232,7 +232,10 @@ async function profiles(ctx) {
     console.log('  top functions (self time):');
     for (const t of p.top.slice(0, 15)) console.log(`  ${String(t.share).padStart(5)}%  ${String(t.ms).padStart(8)} ms  ${t.name}  ${t.file}`);
     console.log(`  binding calls (per ${p.io.unit}):`);
-    for (const c of p.io.calls) console.log(`  ${String(c.calls).padStart(7)} calls  ${c.perUnit.toFixed(4).padStart(8)}/${p.io.unit}  ${String(Math.round(c.ms)).padStart(7)} ms  ${c.name}`);
+    for (const c of p.io.calls) {
+      const sent = c.paramBytes ? `  ${(c.paramBytes / c.calls / 1024).toFixed(1)} KiB sent per call` : '';
+      console.log(`  ${String(c.calls).padStart(7)} calls  ${c.perUnit.toFixed(4).padStart(8)}/${p.io.unit}  ${String(Math.round(c.ms)).padStart(7)} ms  ${c.name}${sent}`);
+    }
   }
   return out;
 }

@@ -13,21 +13,26 @@ export * from '../../src/index.ts';
 
 const stats = new Map();
 
-function record(name, ms) {
-  const entry = stats.get(name) ?? { calls: 0, ms: 0 };
+function record(name, ms, bytes = 0) {
+  const entry = stats.get(name) ?? { calls: 0, ms: 0, paramBytes: 0 };
   entry.calls += 1;
   entry.ms += ms;
+  entry.paramBytes += bytes;
   stats.set(name, entry);
 }
 
+/** Characters of the string parameters bound to a D1 statement: what its request has to carry. */
+const paramBytes = new WeakMap();
+const sizeOf = (args) => args.reduce((sum, a) => sum + (typeof a === 'string' ? a.length : 8), 0);
+
 /** Times `fn()` under `name` when it returns a promise; plain values pass through. */
-function timed(name, fn) {
+function timed(name, fn, bytes = 0) {
   const started = Date.now();
   const result = fn();
   if (!result || typeof result.then !== 'function') return result;
   return result.then(
     (value) => {
-      record(name, Date.now() - started);
+      record(name, Date.now() - started, bytes);
       return value;
     },
     (error) => {
@@ -39,7 +44,7 @@ function timed(name, fn) {
 
 // D1: statements are wrapped so first/all/run/raw are timed; batch() gets the real statements back.
 const realStatement = new WeakMap();
-function wrapStatement(statement, sql) {
+function wrapStatement(statement, sql, bytes = 0) {
   // "D1 SELECT vault_customers": the statement's verb and its first table.
   const verb = sql.trimStart().split(/\s+/, 1)[0].toUpperCase();
   const table = /\b(?:FROM|INTO|UPDATE)\s+([A-Za-z_]+)/i.exec(sql)?.[1] ?? '';
@@ -47,12 +52,13 @@ function wrapStatement(statement, sql) {
   const proxy = new Proxy(statement, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
-      if (prop === 'bind') return (...args) => wrapStatement(value.apply(target, args), sql);
-      if (['first', 'all', 'run', 'raw'].includes(prop)) return (...args) => timed(`D1 ${kind}`, () => value.apply(target, args));
+      if (prop === 'bind') return (...args) => wrapStatement(value.apply(target, args), sql, sql.length + sizeOf(args));
+      if (['first', 'all', 'run', 'raw'].includes(prop)) return (...args) => timed(`D1 ${kind}`, () => value.apply(target, args), bytes || sql.length);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
   realStatement.set(proxy, statement);
+  paramBytes.set(proxy, bytes || sql.length);
   return proxy;
 }
 function wrapD1(db) {
@@ -61,7 +67,8 @@ function wrapD1(db) {
       const value = Reflect.get(target, prop, target);
       if (prop === 'prepare') return (sql) => wrapStatement(value.call(target, sql), sql);
       if (prop === 'batch') {
-        return (statements) => timed(`D1 batch`, () => value.call(target, statements.map((s) => realStatement.get(s) ?? s)));
+        return (statements) =>
+          timed('D1 batch', () => value.call(target, statements.map((s) => realStatement.get(s) ?? s)), statements.reduce((sum, s) => sum + (paramBytes.get(s) ?? 0), 0));
       }
       if (prop === 'exec') return (...args) => timed('D1 exec', () => value.apply(target, args));
       return typeof value === 'function' ? value.bind(target) : value;
@@ -146,7 +153,7 @@ const serviceFetch = handler.fetch;
 handler.fetch = (request, env, ctx) => {
   const { pathname } = new URL(request.url);
   if (pathname === '/__bench/io') {
-    const entries = [...stats.entries()].map(([name, s]) => ({ name, calls: s.calls, ms: s.ms }));
+    const entries = [...stats.entries()].map(([name, s]) => ({ name, calls: s.calls, ms: s.ms, paramBytes: s.paramBytes }));
     return Response.json(entries.sort((a, b) => b.ms - a.ms));
   }
   if (pathname === '/__bench/io/reset' && request.method === 'POST') {
