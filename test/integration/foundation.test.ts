@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { Hono } from 'hono';
 import { requestId } from 'hono/request-id';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { AppEnv } from '../../src/env';
 import { handleError } from '../../src/errors';
 import { requireAnyKey, requireSecretKey } from '../../src/middleware/auth';
@@ -59,6 +59,25 @@ describe('health and shared behaviour', () => {
     const response = await admin('POST', '/admin/merchants', { name: 'x'.repeat(70_000) });
     expect(response.status).toBe(413);
     expect(await response.json()).toEqual({ status: 'failed', msg: 'request body exceeds 65536 bytes', data: null });
+  });
+
+  it('answers a storage failure inside a real route with a generic 500 and the request id', async () => {
+    const original = console.error;
+    console.error = () => undefined;
+    const prepare = vi.spyOn(env.DB, 'prepare').mockImplementation(() => {
+      throw new Error('D1_ERROR: database is locked');
+    });
+    try {
+      const response = await admin('GET', '/admin/merchants/anymerchant');
+      expect(response.status).toBe(500);
+      const body = await response.json<Envelope>();
+      expect(body).toMatchObject({ status: 'failed', msg: 'internal server error', data: null });
+      expect(body.request_id).toBe(response.headers.get('X-Request-Id'));
+      expect(JSON.stringify(body)).not.toContain('D1_ERROR');
+    } finally {
+      prepare.mockRestore();
+      console.error = original;
+    }
   });
 
   it('answers an unexpected exception with a generic 500 carrying the request id, echoing nothing', async () => {
