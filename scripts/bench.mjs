@@ -6,23 +6,23 @@
 //   npm run bench                          the full run (figures shown in docs/performance.md)
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files, for development
+//   npm run bench -- --profile             + CPU profiles and binding-call counts (warm lookup, 100k-row batch)
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
-//            --profile (CPU profiles and binding-call counts of a warm lookup and a 100k-row batch)  --scenario "<name>;<name>"
+//            --scenario "<name>;<name>" (only these scenarios, plus the baseline and the import)
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { detectTool } from './bench/load.mjs';
+import { callJson, EndpointMissing, mapLimit } from './bench/http.mjs';
+import { detectTool, measure } from './bench/load.mjs';
+import { profileWork } from './bench/profile.mjs';
 import { foreignWorkerdCount, machineInfo, printTable, updatePerformanceDoc, writeResults } from './bench/report.mjs';
 import { RssSampler } from './bench/rss.mjs';
-import { startServer } from './bench/server.mjs';
-import { callJson, EndpointMissing, mapLimit } from './bench/http.mjs';
-import { DEMO } from './local-state.mjs';
+import { batchScenarios, runBatchFile } from './bench/scenarios/batch.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios } from './bench/scenarios/lookup.mjs';
-import { batchScenarios, runBatchFile } from './bench/scenarios/batch.mjs';
-import { measure } from './bench/load.mjs';
-import { profileWork } from './bench/profile.mjs';
+import { startServer } from './bench/server.mjs';
+import { DEMO } from './local-state.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -49,6 +49,10 @@ for (const group of only) {
     console.error(`Unknown group "${group}" in --only; use some of: ${GROUPS.join(', ')}.`);
     process.exit(2);
   }
+}
+if (values.tool && !['wrk', 'autocannon'].includes(values.tool)) {
+  console.error(`--tool must be wrk or autocannon, not "${values.tool}".`);
+  process.exit(2);
 }
 const quick = values.quick;
 const settings = {
