@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // `npm run bench`: starts the Worker on a fresh local state (as `npm run dev` does), prepares data,
-// runs every scenario of docs/performance.md with fixed connections and duration (warm-up excluded),
+// runs every scenario of README.md (Performance) with fixed connections and duration (warm-up excluded),
 // stops the server, prints one table and writes bench/results.json.
 //
-//   npm run bench                          the full run (figures shown in docs/performance.md)
+//   npm run bench                          the full run (figures shown in README.md, Performance)
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files, for development
 //   npm run bench -- --profile             + CPU profiles and binding-call counts (warm lookup, 100k-row batch)
@@ -272,7 +272,7 @@ const results = {
 };
 printTable(results);
 const written = writeResults(root, results, settings.full);
-if (settings.full && updatePerformanceDoc(root, results)) written.push('docs/performance.md');
+if (settings.full && updatePerformanceDoc(root, results)) written.push('README.md');
 log(`results written to ${written.join(', ')}`);
 
 // Profiles come after the figures are safely written; the results files are then rewritten with them.

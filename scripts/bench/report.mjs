@@ -93,7 +93,7 @@ export function printTable(results) {
   console.log(`${m.cores} cores (${m.cpu}), ${m.memoryGb} GB, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}, ${m.loadGenerator}, commit ${m.commit}`);
 }
 
-/** The same table as Markdown (docs/performance.md). */
+/** The same table as Markdown (README.md, Performance). */
 export function markdownTable(results) {
   const lines = tableLines(results);
   return [
@@ -104,7 +104,7 @@ export function markdownTable(results) {
 }
 
 /**
- * A full run writes bench/results.json (committed: docs/performance.md shows it); every run also
+ * A full run writes bench/results.json (committed: the README shows it); every run also
  * leaves a timestamped copy in bench/results/ (git-ignored).
  */
 export function writeResults(root, results, full) {
@@ -125,9 +125,9 @@ export function writeResults(root, results, full) {
 const START = '<!-- bench:results:start (written by npm run bench; do not edit by hand) -->';
 const END = '<!-- bench:results:end -->';
 
-/** A full run rewrites the figures block of docs/performance.md (between its markers), if present. */
+/** A full run rewrites the figures block of README.md's Performance section (between its markers), if present. */
 export function updatePerformanceDoc(root, results) {
-  const path = join(root, 'docs', 'performance.md');
+  const path = join(root, 'README.md');
   let text;
   try {
     text = readFileSync(path, 'utf8');
