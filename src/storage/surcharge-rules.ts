@@ -13,40 +13,23 @@ export interface SurchargeRule {
   note: string | null;
 }
 
-interface SurchargeRuleRow {
-  country: string;
-  region: string;
-  effective_from: string;
-  surcharge: SurchargePolicy;
-  max_rate_bps: number | null;
-  note: string | null;
-}
-
-function toRule(row: SurchargeRuleRow): SurchargeRule {
-  return {
-    country: row.country,
-    region: row.region,
-    effective_from: row.effective_from,
-    surcharge: row.surcharge,
-    max_rate_bps: row.max_rate_bps,
-    note: row.note,
-  };
-}
+/** The stored columns are exactly the rule's fields, so rows need no mapping. */
+const RULE_COLUMNS = 'country, region, effective_from, surcharge, max_rate_bps, note';
 
 /** Every rule for the country's region and for the whole country, any effective date. */
 export async function findRulesForRegion(db: D1Database, country: string, region: string): Promise<SurchargeRule[]> {
   const { results } = await db
-    .prepare(`SELECT * FROM surcharge_rules WHERE country = ?1 AND region IN (?2, '*') ORDER BY region, effective_from`)
+    .prepare(`SELECT ${RULE_COLUMNS} FROM surcharge_rules WHERE country = ?1 AND region IN (?2, '*') ORDER BY region, effective_from`)
     .bind(country, region)
-    .all<SurchargeRuleRow>();
-  return results.map(toRule);
+    .all<SurchargeRule>();
+  return results;
 }
 
 export async function listRules(db: D1Database): Promise<SurchargeRule[]> {
   const { results } = await db
-    .prepare('SELECT * FROM surcharge_rules ORDER BY country, region, effective_from')
-    .all<SurchargeRuleRow>();
-  return results.map(toRule);
+    .prepare(`SELECT ${RULE_COLUMNS} FROM surcharge_rules ORDER BY country, region, effective_from`)
+    .all<SurchargeRule>();
+  return results;
 }
 
 /** Statements replacing the whole rule set, for one db.batch (a transaction). */
