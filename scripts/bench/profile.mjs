@@ -233,7 +233,7 @@ export const STAGES = [
   ['bench I/O probe (binding wrappers, profile runs only)', (f) => /io-probe-entry/.test(f)],
   ['runtime: GC and internals', (f, n) => n === '(garbage collector)' || n === '(program)'],
   ['D1 calls (client library and tracing spans)', (f, n) => f.startsWith('cloudflare-internal:d1') || /tracing/.test(f) || ['enterSpan', 'addD1MetaToSpan', 'set tracing'].includes(n)],
-  ['CSV parse and result lines (src/lib/csv.ts)', (f) => /lib\/csv|multipart/.test(f)],
+  ['CSV parse and result lines (src/lib/batch-csv.ts)', (f) => /lib\/batch-csv|multipart/.test(f)],
   ['validation (zod, Luhn, ABA, expiry, amounts)', (f) => /node_modules\/zod|src\/schemas|middleware\/validate|lib\/(luhn|aba|expiry)|transaction-validation|transaction-amounts/.test(f)],
   ['crypto (card sealing, HMAC fingerprints, key hashes)', (f) => /card-crypto|lib\/crypto|request-hash|mask/.test(f)],
   ['auth (API key → merchant)', (f) => /middleware\/auth|services\/merchants|auth-cache|api-keys/.test(f)],

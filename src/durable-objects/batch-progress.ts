@@ -11,7 +11,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
-import type { CsvChunk } from '../lib/csv';
+import type { CsvChunk } from '../lib/batch-csv';
 import { isoTimestamp } from '../lib/time';
 import type { ChunkMessage } from '../schemas/queue';
 import { deleteUpload } from '../storage/batch-files';

@@ -3,7 +3,7 @@ import type { Env } from '../env';
 import { redactDigits } from '../lib/redact';
 import type { Clock } from '../lib/time';
 import { chunkMessageSchema } from '../schemas/queue';
-import { processChunk } from '../services/batch-chunks';
+import { processChunk } from '../services/batches/chunks';
 
 /** Seconds before the n-th retry: 5, 10, 20, 40, 80 … capped at 5 minutes. */
 export function retryDelaySeconds(attempts: number): number {

@@ -9,8 +9,8 @@ import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
 import { validate } from '../middleware/validate';
 import { surchargeRulesSchema } from '../schemas/lookup';
-import { importAccountRanges, importBins, IMPORT_LIMITS } from '../services/bin-import';
-import { bumpLookupDataVersion } from '../services/data-version';
+import { importAccountRanges, importBins, IMPORT_LIMITS } from '../services/bin-lookup/import';
+import { bumpLookupDataVersion } from '../services/bin-lookup/data-version';
 import { listRules, replaceRulesStatements } from '../storage/surcharge-rules';
 
 export const adminBins = new Hono<AppEnv>();

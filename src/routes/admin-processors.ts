@@ -9,8 +9,8 @@ import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
 import { validate } from '../middleware/validate';
 import { idParamSchema } from '../schemas/admin';
-import { PROCESSOR_TYPES } from '../services/processors/processor';
-import { addProcessor, merchantProcessors } from '../services/processors/registry';
+import { PROCESSOR_TYPES } from '../services/transactions/processors/processor';
+import { addProcessor, merchantProcessors } from '../services/transactions/processors/registry';
 import { findMerchant } from '../storage/merchants';
 
 const processorCreateSchema = z.strictObject({

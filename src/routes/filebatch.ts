@@ -8,7 +8,7 @@ import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
 import { validate } from '../middleware/validate';
 import { batchIdParamSchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
-import { batchLimits, enqueueBatch, getBatch, listBatches, openDownload, uploadBatch, type UploadOutcome, type UploadSource } from '../services/batches';
+import { batchLimits, enqueueBatch, getBatch, listBatches, openDownload, uploadBatch, type UploadOutcome, type UploadSource } from '../services/batches/batches';
 
 export const filebatch = new Hono<AppEnv>();
 

@@ -6,7 +6,7 @@ import { requireSecretKey } from '../middleware/auth';
 import { rateLimitPerKey } from '../middleware/key-rate-limit';
 import { validate } from '../middleware/validate';
 import { binLookupRequestSchema } from '../schemas/lookup';
-import { answerBinLookup } from '../services/bin-lookup-answer';
+import { answerBinLookup } from '../services/bin-lookup/answer';
 
 /** The period of LOOKUP_RATE_LIMITER in wrangler.toml: a client over the limit waits this long. */
 export const LOOKUP_RATE_PERIOD_SECONDS = 60;

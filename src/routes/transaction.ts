@@ -12,8 +12,8 @@ import { requireSecretKey } from '../middleware/auth';
 import { rateLimitPerKey } from '../middleware/key-rate-limit';
 import { validate } from '../middleware/validate';
 import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../schemas/transaction-http';
-import { getTransaction, processTransactions } from '../services/transactions';
-import { describeErrors } from '../services/transaction-records';
+import { getTransaction, processTransactions } from '../services/transactions/engine';
+import { describeErrors } from '../services/transactions/records';
 
 export const transaction = new Hono<AppEnv>();
 

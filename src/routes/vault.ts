@@ -13,7 +13,7 @@ import {
   getCustomer,
   updateCustomer,
   type VaultFailure,
-} from '../services/vault';
+} from '../services/vault/customers';
 
 export const vault = new Hono<AppEnv>();
 

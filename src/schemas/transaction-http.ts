@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { containsCardNumber } from '../lib/luhn';
-import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction';
+import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction-columns';
 
 const AMOUNT_COLUMNS = new Set<InputColumn>([
   'amount',

@@ -1,5 +1,5 @@
 /** D1 access for the `processors` table. */
-import type { ProcessorType } from '../services/processors/processor';
+import type { ProcessorType } from '../services/transactions/processors/processor';
 
 export interface ProcessorRecord {
   id: string;

@@ -4,7 +4,7 @@
  * array in a single bound parameter, which keeps far below D1's 100-parameter and 100 KB
  * statement limits while writing hundreds of rows in one round trip.
  */
-import { RESULT_COLUMNS, type ResultColumn, type TransactionRecord } from '../schemas/transaction';
+import { RESULT_COLUMNS, type ResultColumn, type TransactionRecord } from '../schemas/transaction-columns';
 
 /** Request fields stored beside the record (the result CSV has no column for them). */
 export interface TransactionExtras {

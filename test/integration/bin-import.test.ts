@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { importBins } from '../../src/services/bin-import';
+import { importBins } from '../../src/services/bin-lookup/import';
 import { readDataVersion } from '../../src/storage/bins';
 import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv, lookupOk } from '../helpers/bins';

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { RESULT_COLUMNS } from '../../src/schemas/transaction';
+import { RESULT_COLUMNS } from '../../src/schemas/transaction-columns';
 import { call, createMerchant } from '../helpers/api';
 import { CARD_HEADER, csv, parseResult, QUEUE_TEST_TIMEOUT, recordedTransactions, saleRows, status, uploadMultipart, uploadOk, uploadRaw, waitForStatus } from '../helpers/batch';
 

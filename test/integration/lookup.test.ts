@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { lookupCard } from '../../src/services/bin-lookup';
+import { lookupCard } from '../../src/services/bin-lookup/card-metadata';
 import { admin, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv, lookupBin, lookupOk } from '../helpers/bins';
 

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { lookupCard } from '../../src/services/bin-lookup';
-import { isSurchargeable } from '../../src/services/surcharge';
+import { lookupCard } from '../../src/services/bin-lookup/card-metadata';
+import { isSurchargeable } from '../../src/services/bin-lookup/surcharge';
 import { admin, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv, lookupOk } from '../helpers/bins';
 

@@ -4,8 +4,8 @@
  */
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { lookupCard, lookupCards } from '../../src/services/bin-lookup';
-import { processTransactions } from '../../src/services/transactions';
+import { lookupCard, lookupCards } from '../../src/services/bin-lookup/card-metadata';
+import { processTransactions } from '../../src/services/transactions/engine';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
 

@@ -6,9 +6,9 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/env';
-import type { TransactionInput, TransactionOutcome, TransactionRequest } from '../../src/schemas/transaction';
-import type { CardMetadata, TransactionDeps, VaultResolution } from '../../src/services/transaction-deps';
-import { runTransactions } from '../../src/services/transactions';
+import type { TransactionInput, TransactionOutcome, TransactionRequest } from '../../src/schemas/transaction-columns';
+import type { CardMetadata, TransactionDeps, VaultResolution } from '../../src/services/transactions/deps';
+import { runTransactions } from '../../src/services/transactions/engine';
 import { createMerchant } from '../helpers/api';
 
 const NOW = new Date('2026-11-21T12:00:00.000Z');

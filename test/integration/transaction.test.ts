@@ -1,7 +1,7 @@
 /** POST /api/transaction and GET /api/transaction/{id}, through the Worker's fetch handler. */
 import { env } from 'cloudflare:workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RESULT_COLUMNS } from '../../src/schemas/transaction';
+import { RESULT_COLUMNS } from '../../src/schemas/transaction-columns';
 import { admin, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { d1Tables, describeFindings, findSecrets, scanD1 } from '../helpers/leak-scan';
 

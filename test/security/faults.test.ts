@@ -13,7 +13,7 @@ import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChunkMessage } from '../../src/schemas/queue';
-import { sandboxProcessor } from '../../src/services/processors/sandbox';
+import { sandboxProcessor } from '../../src/services/transactions/processors/sandbox';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
 import { fuzzRuns } from '../helpers/fuzz';

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { INPUT_COLUMNS } from '../../src/schemas/transaction';
+import { INPUT_COLUMNS } from '../../src/schemas/transaction-columns';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { parseResult, type BatchRecord } from '../helpers/batch';
 import { mutatedFile, renderCsv, validFile } from '../helpers/csv-fuzz';

@@ -6,9 +6,9 @@
 import { env } from 'cloudflare:workers';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { INPUT_COLUMNS, type TransactionInput } from '../../src/schemas/transaction';
+import { INPUT_COLUMNS, type TransactionInput } from '../../src/schemas/transaction-columns';
 import { authenticateKey } from '../../src/services/merchants';
-import { processTransactions } from '../../src/services/transactions';
+import { processTransactions } from '../../src/services/transactions/engine';
 import type { Caller } from '../../src/env';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { expectFailedEnvelope, fuzzRuns, hostileString, unicodeDigits } from '../helpers/fuzz';

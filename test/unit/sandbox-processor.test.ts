@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Charge } from '../../src/services/processors/processor';
-import { responseFor } from '../../src/services/processors/processor';
-import { PREPAID_CARD, avsFor, cvvFor, sandboxDecide } from '../../src/services/processors/sandbox';
+import type { Charge } from '../../src/services/transactions/processors/processor';
+import { responseFor } from '../../src/services/transactions/processors/processor';
+import { PREPAID_CARD, avsFor, cvvFor, sandboxDecide } from '../../src/services/transactions/processors/sandbox';
 
 function card(number: string, amount = 1_000, type: Charge['type'] = 'sale', cvc: string | null = null, postal: string | null = null): Charge {
   return { type, amount, idempotencyKey: 'k', payment: { kind: 'card', number, cvc, billingPostalCode: postal } };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { computeAmounts, needsSurchargeRule, surchargeFor, type SurchargeFacts } from '../../src/services/transaction-amounts';
-import type { AmountFields } from '../../src/services/transaction-validation';
+import { computeAmounts, needsSurchargeRule, surchargeFor, type SurchargeFacts } from '../../src/services/transactions/amounts';
+import type { AmountFields } from '../../src/services/transactions/validation';
 
 const NONE: AmountFields = { amount: null, baseAmount: null, surcharge: null, shippingAmount: null, taxAmount: null, discountAmount: null };
 const CARD: SurchargeFacts = { isCard: true, exemption: null, regionGiven: true, surchargeable: true, maxRateBps: null, rateBps: 300 };

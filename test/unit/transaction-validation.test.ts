@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { TransactionInput } from '../../src/schemas/transaction';
-import { normaliseInput, parseAmount, validateTransaction } from '../../src/services/transaction-validation';
+import type { TransactionInput } from '../../src/schemas/transaction-columns';
+import { normaliseInput, parseAmount, validateTransaction } from '../../src/services/transactions/validation';
 
 const NOW = new Date('2026-11-21T12:00:00.000Z');
 const CARD: TransactionInput = { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: '1000' };

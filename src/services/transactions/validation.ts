@@ -4,11 +4,11 @@
  * later in the engine. Messages name the field and never quote the value, since a misplaced
  * column may hold a card number.
  */
-import { isValidRoutingNumber } from '../lib/aba';
-import { isExpired, parseExpiry, type Expiry } from '../lib/expiry';
-import { containsCardNumber, passesLuhn } from '../lib/luhn';
-import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../schemas/transaction';
-import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../schemas/vault';
+import { isValidRoutingNumber } from '../../lib/aba';
+import { isExpired, parseExpiry, type Expiry } from '../../lib/expiry';
+import { containsCardNumber, passesLuhn } from '../../lib/luhn';
+import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../../schemas/transaction-columns';
+import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../../schemas/vault';
 
 export const TRANSACTION_TYPES = ['sale', 'authorize', 'credit'] as const;
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];

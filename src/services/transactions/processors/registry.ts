@@ -3,10 +3,10 @@
  * created on first use (for merchants seeded by SQL as well as those made through the admin API),
  * with a fixed id so that concurrent first uses create it once.
  */
-import { randomId } from '../../lib/crypto';
-import type { Clock } from '../../lib/time';
-import { isoTimestamp } from '../../lib/time';
-import { insertProcessor, insertProcessorIfAbsent, listProcessors, type ProcessorRecord } from '../../storage/processors';
+import { randomId } from '../../../lib/crypto';
+import type { Clock } from '../../../lib/time';
+import { isoTimestamp } from '../../../lib/time';
+import { insertProcessor, insertProcessorIfAbsent, listProcessors, type ProcessorRecord } from '../../../storage/processors';
 import type { PaymentProcessor, ProcessorType } from './processor';
 import { sandboxProcessor } from './sandbox';
 

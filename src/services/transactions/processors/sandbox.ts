@@ -7,7 +7,7 @@
  *   3. otherwise approved.
  * AVS comes from the billing postal code and CVV from cc_cvc, on every card answer an issuer gave.
  */
-import { randomId } from '../../lib/crypto';
+import { randomId } from '../../../lib/crypto';
 import type { Charge, ChargeResult, PaymentProcessor } from './processor';
 
 interface Decline {

@@ -8,13 +8,13 @@
  * Every problem with a request is a value (an `invalid` outcome with its result line); only
  * infrastructure failures (D1 down) throw, so that a batch chunk is retried as a whole.
  */
-import type { Caller, Env } from '../env';
-import { mapWithConcurrency } from '../lib/concurrency';
-import { randomId } from '../lib/crypto';
-import { isExpired, parseExpiry, type Expiry } from '../lib/expiry';
-import { requestFingerprint } from '../lib/request-hash';
-import type { Clock } from '../lib/time';
-import { isoTimestamp } from '../lib/time';
+import type { Caller, Env } from '../../env';
+import { mapWithConcurrency } from '../../lib/concurrency';
+import { randomId } from '../../lib/crypto';
+import { isExpired, parseExpiry, type Expiry } from '../../lib/expiry';
+import { requestFingerprint } from '../../lib/request-hash';
+import type { Clock } from '../../lib/time';
+import { isoTimestamp } from '../../lib/time';
 import type {
   RowError,
   TransactionContext,
@@ -22,16 +22,16 @@ import type {
   TransactionOutcome,
   TransactionRecord,
   TransactionRequest,
-} from '../schemas/transaction';
-import type { ProcessorRecord } from '../storage/processors';
+} from '../../schemas/transaction-columns';
+import type { ProcessorRecord } from '../../storage/processors';
 import {
   findTransaction,
   findTransactionsByIdempotencyKeys,
   insertTransactions,
   type StoredTransaction,
-} from '../storage/transactions';
+} from '../../storage/transactions';
 import { implementationOf, merchantProcessors, pickProcessor } from './processors/registry';
-import { computeAmounts, needsSurchargeRule, type Amounts, type SurchargeExemption } from './transaction-amounts';
+import { computeAmounts, needsSurchargeRule, type Amounts, type SurchargeExemption } from './amounts';
 import {
   transactionDepsFromEnv,
   type CardMetadata,
@@ -40,9 +40,9 @@ import {
   type TransactionDeps,
   type VaultCustomer,
   type VaultResolution,
-} from './transaction-deps';
-import { invalidRecord, processedRecord, type ProcessedTransaction, type ResolvedPayment } from './transaction-records';
-import { isAmex, normaliseInput, validateTransaction, type ValidTransaction } from './transaction-validation';
+} from './deps';
+import { invalidRecord, processedRecord, type ProcessedTransaction, type ResolvedPayment } from './records';
+import { isAmex, normaliseInput, validateTransaction, type ValidTransaction } from './validation';
 
 /** Requests resolved at once: bounds concurrent BIN, vault and surcharge lookups. */
 const CONCURRENCY = 16;

@@ -3,7 +3,7 @@
  * whose fields are already validated and whose amounts are final; the processor answers with
  * the gateway's response code and the network's own codes.
  */
-import type { AchAccountType, SecCode, TransactionType } from '../transaction-validation';
+import type { AchAccountType, SecCode, TransactionType } from '../validation';
 
 export const PROCESSOR_TYPES = ['sandbox'] as const;
 export type ProcessorType = (typeof PROCESSOR_TYPES)[number];

@@ -3,10 +3,10 @@
  * enhanced lookup also get account ranges, which win field by field; when nothing is stored the
  * brand comes from the IIN ranges. D1 answers are cached in KV under the data version.
  */
-import type { Env } from '../env';
-import { detectBrand } from '../lib/card-brand';
-import { MemoryCache } from '../lib/memory-cache';
-import { binKey, getCachedBin, getCachedRanges, putCachedBin, putCachedRanges, rangeKey } from '../storage/bin-cache';
+import type { Env } from '../../env';
+import { detectBrand } from '../../lib/card-brand';
+import { MemoryCache } from '../../lib/memory-cache';
+import { binKey, getCachedBin, getCachedRanges, putCachedBin, putCachedRanges, rangeKey } from '../../storage/bin-cache';
 import {
   findLongestBin,
   findLongestBins,
@@ -15,7 +15,7 @@ import {
   type AccountRange,
   type BinFields,
   type BinRecord,
-} from '../storage/bins';
+} from '../../storage/bins';
 import { cacheTtlSeconds, currentDataVersion } from './data-version';
 
 export interface CardMetadata {

@@ -5,10 +5,10 @@
  * recorded by an earlier attempt comes back `replayed`, never charged twice; the result part is
  * overwritten with the same lines; and the object counts a chunk once.
  */
-import type { Env } from '../env';
-import { parseChunkRows, toCsvLine } from '../lib/csv';
-import type { Clock } from '../lib/time';
-import type { ChunkMessage } from '../schemas/queue';
+import type { Env } from '../../env';
+import { parseChunkRows, toCsvLine } from '../../lib/batch-csv';
+import type { Clock } from '../../lib/time';
+import type { ChunkMessage } from '../../schemas/queue';
 import {
   RESULT_COLUMNS,
   type InputColumn,
@@ -16,10 +16,10 @@ import {
   type TransactionOutcome,
   type TransactionRecord,
   type TransactionRequest,
-} from '../schemas/transaction';
-import { putResultPart, readUploadRange } from '../storage/batch-files';
-import { findBatchWithCaller } from '../storage/batches';
-import { processTransactions } from './transactions';
+} from '../../schemas/transaction-columns';
+import { putResultPart, readUploadRange } from '../../storage/batch-files';
+import { findBatchWithCaller } from '../../storage/batches';
+import { processTransactions } from '../transactions/engine';
 
 export type ChunkOutcome =
   | { ok: true; counted: boolean }

@@ -3,10 +3,10 @@
  * places cards come from: `bin` (the digits sent), `temp_token` (the tokenized card) and
  * `customer_id` (a vault payment method). Each source yields the same ResolvedCard.
  */
-import type { Caller, Env } from '../env';
-import { AppError } from '../errors';
-import { readTempToken } from './tokens';
-import { resolveVaultPaymentMethod } from './vault';
+import type { Caller, Env } from '../../env';
+import { AppError } from '../../errors';
+import { readTempToken } from '../tokens';
+import { resolveVaultPaymentMethod } from '../vault/customers';
 
 export type CardSource =
   | { kind: 'bin'; bin: string }

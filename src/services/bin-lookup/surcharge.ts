@@ -4,11 +4,11 @@
  * flagged surcharge_exempt never pays one; the region's law comes from `surcharge_rules` (data,
  * not code). A region without a rule is not surchargeable.
  */
-import type { Env } from '../env';
-import { MemoryCache } from '../lib/memory-cache';
-import { getCachedRules, putCachedRules, surchargeKey } from '../storage/bin-cache';
-import { findRulesForRegion, type SurchargeRule } from '../storage/surcharge-rules';
-import type { CardMetadata } from './bin-lookup';
+import type { Env } from '../../env';
+import { MemoryCache } from '../../lib/memory-cache';
+import { getCachedRules, putCachedRules, surchargeKey } from '../../storage/bin-cache';
+import { findRulesForRegion, type SurchargeRule } from '../../storage/surcharge-rules';
+import type { CardMetadata } from './card-metadata';
 import { cacheTtlSeconds, currentDataVersion } from './data-version';
 
 /** What the rules allow for one card in one region: whether, and up to which rate. */

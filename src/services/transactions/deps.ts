@@ -4,16 +4,16 @@
  * sees this interface; `transactionDepsFromEnv` builds the real one for a call, and tests hand in
  * their own.
  */
-import type { Caller, Env } from '../env';
-import { lookupCards, type CardMetadata } from './bin-lookup';
-import { surchargePolicy, type SurchargePolicy } from './surcharge';
-import { resolveVaultPaymentMethods, type VaultReference, type VaultResolution } from './vault';
+import type { Caller, Env } from '../../env';
+import { lookupCards, type CardMetadata } from '../bin-lookup/card-metadata';
+import { surchargePolicy, type SurchargePolicy } from '../bin-lookup/surcharge';
+import { resolveVaultPaymentMethods, type VaultReference, type VaultResolution } from '../vault/customers';
 
-export type { CardMetadata } from './bin-lookup';
-export type { VaultCustomer, VaultPaymentMethod } from './vault';
-export type { SurchargePolicy } from './surcharge';
+export type { CardMetadata } from '../bin-lookup/card-metadata';
+export type { VaultCustomer, VaultPaymentMethod } from '../vault/customers';
+export type { SurchargePolicy } from '../bin-lookup/surcharge';
 
-export type { VaultReference, VaultResolution } from './vault';
+export type { VaultReference, VaultResolution } from '../vault/customers';
 
 export interface SurchargeRegion {
   country: string;

@@ -1,7 +1,7 @@
 /** The whole BIN lookup of SPEC.md: request → card → metadata (+ surchargeability) → response body. */
-import type { Caller, Env } from '../env';
-import type { BinLookupRequest } from '../schemas/lookup';
-import { lookupCard } from './bin-lookup';
+import type { Caller, Env } from '../../env';
+import type { BinLookupRequest } from '../../schemas/lookup';
+import { lookupCard } from './card-metadata';
 import { resolveCardSource, type CardSource } from './card-source';
 import { isSurchargeable } from './surcharge';
 

@@ -3,14 +3,14 @@
  * Card and account numbers are sealed (card-crypto, associated data = merchant id); CVCs are never
  * kept. A customer's first payment method becomes its default.
  */
-import type { Env } from '../env';
-import { open, seal } from '../lib/card-crypto';
-import { randomId } from '../lib/crypto';
-import { formatExpiry, isExpired, parseExpiry } from '../lib/expiry';
-import { containsCardNumber } from '../lib/luhn';
-import { maskAccountNumber, maskCardNumber } from '../lib/mask';
-import { isoTimestamp, type Clock } from '../lib/time';
-import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, PaymentMethodInput } from '../schemas/vault';
+import type { Env } from '../../env';
+import { open, seal } from '../../lib/card-crypto';
+import { randomId } from '../../lib/crypto';
+import { formatExpiry, isExpired, parseExpiry } from '../../lib/expiry';
+import { containsCardNumber } from '../../lib/luhn';
+import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
+import { isoTimestamp, type Clock } from '../../lib/time';
+import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, PaymentMethodInput } from '../../schemas/vault';
 import {
   deleteCustomer as deleteCustomerRows,
   findCustomer,
@@ -24,8 +24,8 @@ import {
   type CustomerRecord,
   type PaymentMethodRecord,
   type ResolvedRow,
-} from '../storage/vault';
-import { readTempToken } from './tokens';
+} from '../../storage/vault';
+import { readTempToken } from '../tokens';
 
 // ---- Resolution, for BIN lookup and the transaction engine ------------------------------------
 

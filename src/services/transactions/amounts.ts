@@ -9,8 +9,8 @@
  * - A region's cap binds both: a computed surcharge uses min(merchant rate, cap); a given one
  *   above base x cap (rounded down: a cap is never exceeded by rounding) is refused.
  */
-import type { RowError } from '../schemas/transaction';
-import { MAX_AMOUNT, type AmountFields, type TransactionType } from './transaction-validation';
+import type { RowError } from '../../schemas/transaction-columns';
+import { MAX_AMOUNT, type AmountFields, type TransactionType } from './validation';
 
 export type SurchargeExemption = 'row' | 'customer' | null;
 

@@ -2,14 +2,14 @@
  * Batch files: upload (streamed into R2 while its structure is checked), queueing, status,
  * listing, download and retention. DESIGN.md "Batch pipeline"; the chunk work is in batch-chunks.ts.
  */
-import type { BatchSnapshot } from '../durable-objects/batch-progress';
-import type { Caller, Env } from '../env';
-import { randomId } from '../lib/crypto';
-import { CsvScanner, problemMessage, toCsvLine } from '../lib/csv';
-import { isoTimestamp, type Clock } from '../lib/time';
-import type { ChunkMessage } from '../schemas/queue';
-import { INPUT_COLUMNS, RESULT_COLUMNS } from '../schemas/transaction';
-import { deleteResultParts, getResultPart, R2UploadWriter, uploadKey } from '../storage/batch-files';
+import type { BatchSnapshot } from '../../durable-objects/batch-progress';
+import type { Caller, Env } from '../../env';
+import { randomId } from '../../lib/crypto';
+import { CsvScanner, problemMessage, toCsvLine } from '../../lib/batch-csv';
+import { isoTimestamp, type Clock } from '../../lib/time';
+import type { ChunkMessage } from '../../schemas/queue';
+import { INPUT_COLUMNS, RESULT_COLUMNS } from '../../schemas/transaction-columns';
+import { deleteResultParts, getResultPart, R2UploadWriter, uploadKey } from '../../storage/batch-files';
 import {
   findMerchantBatch,
   insertBatchStatement,
@@ -18,7 +18,7 @@ import {
   markResultsDeleted,
   type BatchRow,
   type BatchStatus,
-} from '../storage/batches';
+} from '../../storage/batches';
 
 /** Rows longer than this are a structural error: no valid row comes near it (49 short columns). */
 export const MAX_ROW_BYTES = 64 * 1024;

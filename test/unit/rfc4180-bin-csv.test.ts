@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { detectBinFormat, expandRanges, parseBinRow, parseRangeRow, detectRangeFormat } from '../../src/lib/bin-csv-formats';
-import { CsvParser, CsvTooLargeError, readCsv } from '../../src/lib/csv-reader';
+import { CsvParser, CsvTooLargeError, readCsv } from '../../src/lib/rfc4180-reader';
 
 function streamOf(...parts: string[]): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();

@@ -3,9 +3,9 @@
  * a warm lookup touches no D1; D1 holds the truth and KV's copy expires after 60 s, so every
  * location picks up a bump within a minute (at once where the bump was written).
  */
-import type { Env } from '../env';
-import { getCachedVersion, putCachedVersion } from '../storage/bin-cache';
-import { bumpDataVersion, readDataVersion } from '../storage/bins';
+import type { Env } from '../../env';
+import { getCachedVersion, putCachedVersion } from '../../storage/bin-cache';
+import { bumpDataVersion, readDataVersion } from '../../storage/bins';
 
 /**
  * The version is also kept in the isolate for a few seconds: a batch chunk looks up hundreds of

@@ -3,15 +3,15 @@
  * Money is integer minor units, timestamps ISO 8601 with milliseconds and Z, booleans true/false,
  * absent values null. Card numbers appear only masked; CVCs never.
  */
-import { formatExpiry, parseExpiry, type Expiry } from '../lib/expiry';
-import { containsCardNumber } from '../lib/luhn';
-import { maskAccountNumber, maskCardNumber } from '../lib/mask';
-import type { RowError, TransactionContext, TransactionInput, TransactionRecord } from '../schemas/transaction';
-import { CUSTOMER_ID_PATTERN } from '../schemas/vault';
+import { formatExpiry, parseExpiry, type Expiry } from '../../lib/expiry';
+import { containsCardNumber } from '../../lib/luhn';
+import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
+import type { RowError, TransactionContext, TransactionInput, TransactionRecord } from '../../schemas/transaction-columns';
+import { CUSTOMER_ID_PATTERN } from '../../schemas/vault';
 import type { ChargeResult } from './processors/processor';
-import type { Amounts } from './transaction-amounts';
-import type { CardMetadata } from './transaction-deps';
-import type { ProcessorRecord } from '../storage/processors';
+import type { Amounts } from './amounts';
+import type { CardMetadata } from './deps';
+import type { ProcessorRecord } from '../../storage/processors';
 import {
   CONTACT_COLUMNS,
   TRANSACTION_TYPES,
@@ -21,7 +21,7 @@ import {
   type AchAccountType,
   type SecCode,
   type ValidTransaction,
-} from './transaction-validation';
+} from './validation';
 
 /** Merchants have no currency setting yet: every amount is in US dollars (cents). */
 export const CURRENCY = 'USD';

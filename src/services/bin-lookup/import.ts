@@ -3,8 +3,8 @@
  * upserted in batches as they arrive (memory stays flat), bad rows reported and skipped. Every
  * import bumps the data version so no cached answer from the old data is served again.
  */
-import type { Env } from '../env';
-import { AppError } from '../errors';
+import type { Env } from '../../env';
+import { AppError } from '../../errors';
 import {
   detectBinFormat,
   detectRangeFormat,
@@ -14,10 +14,10 @@ import {
   type HeaderResult,
   type RangeCsvLayout,
   type RowResult,
-} from '../lib/bin-csv-formats';
-import { CsvTooLargeError, readCsv } from '../lib/csv-reader';
-import type { Clock } from '../lib/time';
-import { upsertBinsStatements, upsertRangesStatements, type AccountRange, type BinRecord } from '../storage/bins';
+} from '../../lib/bin-csv-formats';
+import { CsvTooLargeError, readCsv } from '../../lib/rfc4180-reader';
+import type { Clock } from '../../lib/time';
+import { upsertBinsStatements, upsertRangesStatements, type AccountRange, type BinRecord } from '../../storage/bins';
 import { bumpLookupDataVersion } from './data-version';
 
 export interface ImportLimits {
