@@ -1,30 +1,11 @@
-import type { BatchProgress } from './durable-objects/batch-progress';
-import type { ChunkMessage } from './schemas/queue';
+/**
+ * The Worker's environment. Bindings, vars and secrets are typed by `worker-configuration.d.ts`,
+ * generated from wrangler.toml by `npm run types` (the typecheck fails when it is stale); this file
+ * adds only what that file cannot know: who the caller is, and Hono's context variables.
+ */
 
 /** Every binding, var and secret of the Worker (see wrangler.toml and README "Configuration"). */
-export interface Env {
-  DB: D1Database;
-  BIN_CACHE: KVNamespace;
-  TOKENS: KVNamespace;
-  FILES: R2Bucket;
-  BATCH_QUEUE: Queue<ChunkMessage>;
-  BATCH_PROGRESS: DurableObjectNamespace<BatchProgress>;
-  LOOKUP_RATE_LIMITER: RateLimit;
-  TOKENIZER_RATE_LIMITER: RateLimit;
-  TRANSACTION_RATE_LIMITER: RateLimit;
-
-  BATCH_CHUNK_ROWS: string;
-  BATCH_MAX_BYTES: string;
-  BATCH_MAX_ROWS: string;
-  BATCH_STALL_MINUTES: string;
-  BATCH_RETENTION_DAYS: string;
-  BIN_CACHE_TTL_SECONDS: string;
-
-  /** Secret: operators' token for /admin/*. */
-  ADMIN_TOKEN: string;
-  /** Secret: base64 of 32 random bytes, the AES-256-GCM key for card numbers at rest. */
-  CARD_DATA_KEY: string;
-}
+export type Env = Cloudflare.Env;
 
 export type KeyType = 'secret' | 'public';
 
@@ -44,20 +25,4 @@ export interface AppEnv {
     caller: Caller;
     requestId: string;
   };
-}
-
-type WorkerEnv = Env;
-
-declare global {
-  namespace Cloudflare {
-    // Lets `env` from `cloudflare:workers` (used in tests) carry our bindings.
-    interface Env extends WorkerEnv {
-      TEST_SCHEMA?: string;
-    }
-    // Types `exports` from `cloudflare:workers` (tests call exports.default.fetch / .queue).
-    interface GlobalProps {
-      mainModule: typeof import('./index');
-      durableNamespaces: 'BatchProgress';
-    }
-  }
 }

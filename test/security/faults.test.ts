@@ -81,7 +81,7 @@ async function settle(schedule: ChunkMessage[], before: (n: number) => Promise<v
 /** Messages the Worker sends from here on are captured and lost: the queue never delivers them. */
 function loseSentMessages(into: ChunkMessage[]): void {
   vi.spyOn(env.BATCH_QUEUE, 'sendBatch').mockImplementation(async (batch) => {
-    for (const message of batch) into.push(message.body);
+    for (const message of batch) into.push(message.body as ChunkMessage);
     return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } };
   });
 }
