@@ -5,7 +5,7 @@ import { systemClock } from './lib/time';
 import { consumeChunks } from './queues/chunk-consumer';
 import { consumeDeadLetters } from './queues/dead-letter-consumer';
 import { CHUNK_QUEUE, DEAD_LETTER_QUEUE } from './queues/names';
-import { deleteExpiredResults } from './services/batches/batches';
+import { deleteExpiredResults } from './services/batches/results';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 

@@ -5,42 +5,22 @@
  *   pending ──markQueued──> queued ──first recordChunk──> processing ──last chunk──> completed
  *      └────────────── fail (dead letter, stall, missing file) ─────────────────> failed
  *
- * Each transition is mirrored into D1 (`batches`) and, when the batch ends, the uploaded file is
- * deleted from R2: it holds card numbers and CVCs. Those side effects are idempotent and re-run
- * when a caller repeats a call on an ended batch, so a failure after the SQLite commit heals.
+ * Side effects are not done here: after each transition the object tells the batch lifecycle
+ * (services/batches/lifecycle.ts), which mirrors it into D1 and, when the batch ends, deletes the
+ * uploaded file. Those effects are idempotent and re-run when a caller repeats a call on an ended
+ * batch, so a failure after the SQLite commit heals.
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
-import type { CsvChunk } from '../lib/batch-csv';
 import { isoTimestamp } from '../lib/time';
-import type { ChunkMessage } from '../schemas/queue';
-import { deleteUpload } from '../storage/batch-files';
-import { updateBatchState, type BatchStatus } from '../storage/batches';
-
-export interface BatchSnapshot {
-  batchId: string;
-  status: BatchStatus;
-  numLines: number;
-  processedLines: number;
-  numChunks: number;
-  chunksDone: number;
-  failureReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface BatchInit {
-  batchId: string;
-  numLines: number;
-  chunks: CsvChunk[];
-  createdAt: string;
-}
-
-export interface ChunkRecorded {
-  /** False when this chunk had been recorded before (a redelivery) or the batch had ended. */
-  counted: boolean;
-  batch: BatchSnapshot;
-}
+import {
+  batchTransitioned,
+  chunkMessages,
+  lifecycleDeps,
+  sendChunkMessages,
+  type LifecycleDeps,
+} from '../services/batches/lifecycle';
+import { hasEnded, type BatchInit, type BatchSnapshot, type BatchStatus, type ChunkRecorded } from '../services/batches/state';
 
 type StateRow = {
   batch_id: string;
@@ -55,11 +35,12 @@ type StateRow = {
   updated_at: string;
 };
 
-const ENDED: ReadonlySet<BatchStatus> = new Set(['completed', 'failed']);
-
 export class BatchProgress extends DurableObject<Env> {
+  readonly #lifecycle: LifecycleDeps;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.#lifecycle = lifecycleDeps(env);
     ctx.storage.sql.exec(`
       CREATE TABLE IF NOT EXISTS state (
         singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
@@ -128,7 +109,7 @@ export class BatchProgress extends DurableObject<Env> {
    */
   async recordChunk(chunk: number): Promise<ChunkRecorded> {
     const state = this.#requireState();
-    if (ENDED.has(state.status)) {
+    if (hasEnded(state.status)) {
       await this.#afterEnd(state);
       return { counted: false, batch: toSnapshot(state) };
     }
@@ -155,7 +136,7 @@ export class BatchProgress extends DurableObject<Env> {
   async fail(reason: string): Promise<BatchSnapshot | null> {
     const state = this.#state();
     if (!state) return null;
-    if (ENDED.has(state.status)) {
+    if (hasEnded(state.status)) {
       await this.#afterEnd(state);
       return toSnapshot(state);
     }
@@ -175,24 +156,17 @@ export class BatchProgress extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     const state = this.#state();
-    if (!state || ENDED.has(state.status)) return;
+    if (!state || hasEnded(state.status)) return;
     if (state.requeued === 0) {
       this.ctx.storage.sql.exec('UPDATE state SET requeued = 1');
-      const messages = this.ctx.storage.sql
+      const missing = this.ctx.storage.sql
         .exec<{ chunk: number; byte_offset: number; byte_length: number; first_line: number }>(
           'SELECT chunk, byte_offset, byte_length, first_line FROM chunks WHERE done_at IS NULL ORDER BY chunk',
         )
         .toArray()
-        .map((row): ChunkMessage => ({
-          batchId: state.batch_id,
-          chunk: row.chunk,
-          offset: row.byte_offset,
-          length: row.byte_length,
-          firstLine: row.first_line,
-        }));
-      for (let i = 0; i < messages.length; i += 100) {
-        await this.env.BATCH_QUEUE.sendBatch(messages.slice(i, i + 100).map((body) => ({ body })));
-      }
+        .map((row) => ({ index: row.chunk, offset: row.byte_offset, length: row.byte_length, firstLine: row.first_line }));
+      const messages = chunkMessages(state.batch_id, missing);
+      await sendChunkMessages(this.#lifecycle, messages);
       console.warn(JSON.stringify({ level: 'warn', event: 'batch_stalled_requeued', batch_id: state.batch_id, chunks: messages.length }));
       if (state.status === 'pending') await this.#transition('queued', null);
       await this.#armWatchdog();
@@ -211,29 +185,18 @@ export class BatchProgress extends DurableObject<Env> {
       reason,
     );
     const state = this.#requireState();
-    if (ENDED.has(status)) {
+    if (hasEnded(status)) {
       await this.ctx.storage.deleteAlarm();
       await this.#afterEnd(state);
     } else {
-      await this.#mirror(state);
+      await batchTransitioned(this.#lifecycle, toSnapshot(state));
     }
     return toSnapshot(state);
   }
 
-  /** The effects of an ended batch: D1 mirror, uploaded file deleted. Safe to repeat. */
+  /** Tells the lifecycle; for an ended batch that is safe to repeat (D1 mirror, upload deleted). */
   async #afterEnd(state: StateRow): Promise<void> {
-    await deleteUpload(this.env.FILES, state.batch_id);
-    await this.#mirror(state);
-  }
-
-  async #mirror(state: StateRow): Promise<void> {
-    await updateBatchState(this.env.DB, state.batch_id, {
-      status: state.status,
-      processedLines: state.processed_lines,
-      updatedAt: state.updated_at,
-      endedAt: ENDED.has(state.status) ? state.updated_at : null,
-      failureReason: state.failure_reason,
-    });
+    await batchTransitioned(this.#lifecycle, toSnapshot(state));
   }
 
   async #armWatchdog(): Promise<void> {

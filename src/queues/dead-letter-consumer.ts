@@ -1,8 +1,10 @@
 /** Consumer of `binbatch-chunks-dlq`: a chunk that exhausted its retries fails its batch. */
 import type { Env } from '../env';
 import { chunkMessageSchema } from '../schemas/queue';
+import { failBatch, lifecycleDeps } from '../services/batches/lifecycle';
 
 export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const lifecycle = lifecycleDeps(env);
   for (const message of batch.messages) {
     const parsed = chunkMessageSchema.safeParse(message.body);
     if (!parsed.success) {
@@ -13,7 +15,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env)
     const { batchId, chunk, firstLine } = parsed.data;
     const reason = `chunk ${chunk} (from line ${firstLine}) could not be processed after repeated attempts`;
     try {
-      const result = await env.BATCH_PROGRESS.getByName(batchId).fail(reason);
+      const result = await failBatch(lifecycle, batchId, reason);
       if (result === null) {
         console.warn(JSON.stringify({ level: 'warn', event: 'dead_letter_unknown_batch', batch_id: batchId, chunk }));
       }

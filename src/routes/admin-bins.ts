@@ -10,8 +10,7 @@ import { systemClock } from '../lib/time';
 import { validate } from '../middleware/validate';
 import { surchargeRulesSchema } from '../schemas/lookup';
 import { importAccountRanges, importBins, IMPORT_LIMITS } from '../services/bin-lookup/import';
-import { bumpLookupDataVersion } from '../services/bin-lookup/data-version';
-import { listRules, replaceRulesStatements } from '../storage/surcharge-rules';
+import { listSurchargeRules, replaceSurchargeRules } from '../services/bin-lookup/surcharge';
 
 export const adminBins = new Hono<AppEnv>();
 
@@ -37,12 +36,10 @@ adminBins.post('/bins/ranges/import', async (c) => {
   return c.json(success(result));
 });
 
-adminBins.get('/surcharge-rules', async (c) => c.json(success({ rules: await listRules(c.env.DB) })));
+adminBins.get('/surcharge-rules', async (c) => c.json(success({ rules: await listSurchargeRules(c.env) })));
 
 /** Replaces the whole rule set (history included: keep the older rows to keep their dates). */
 adminBins.put('/surcharge-rules', validate('json', surchargeRulesSchema), async (c) => {
   const { rules } = c.req.valid('json');
-  await c.env.DB.batch(replaceRulesStatements(c.env.DB, rules));
-  await bumpLookupDataVersion(c.env, systemClock());
-  return c.json(success({ rules: await listRules(c.env.DB) }));
+  return c.json(success({ rules: await replaceSurchargeRules(c.env, rules, systemClock()) }));
 });

@@ -3,21 +3,13 @@
  * (created on first use); more can be added, and one of them is the default.
  */
 import { Hono } from 'hono';
-import { z } from 'zod';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
 import { validate } from '../middleware/validate';
-import { idParamSchema } from '../schemas/admin';
-import { PROCESSOR_TYPES } from '../services/transactions/processors/processor';
+import { idParamSchema, processorCreateSchema } from '../schemas/admin';
 import { addProcessor, merchantProcessors } from '../services/transactions/processors/registry';
 import { findMerchant } from '../storage/merchants';
-
-const processorCreateSchema = z.strictObject({
-  name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'),
-  type: z.enum(PROCESSOR_TYPES, `must be one of: ${PROCESSOR_TYPES.join(', ')}`).default('sandbox'),
-  is_default: z.boolean('must be true or false').default(false),
-});
 
 export const adminProcessors = new Hono<AppEnv>();
 

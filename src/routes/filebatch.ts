@@ -8,7 +8,10 @@ import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
 import { validate } from '../middleware/validate';
 import { batchIdParamSchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
-import { batchLimits, enqueueBatch, getBatch, listBatches, openDownload, uploadBatch, type UploadOutcome, type UploadSource } from '../services/batches/batches';
+import { batchLimits } from '../services/batches/limits';
+import { getBatch, listBatches } from '../services/batches/records';
+import { openDownload } from '../services/batches/results';
+import { acceptUpload, type UploadSource } from '../services/batches/upload';
 
 export const filebatch = new Hono<AppEnv>();
 
@@ -21,9 +24,11 @@ filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
   if (announced > maxBytes + 64 * 1024) throw new AppError('payload_too_large', `the file exceeds the limit of ${maxBytes} bytes`);
   const { source, reader } = await openUpload(c.req.raw, c.req.valid('query').file_name);
 
-  let outcome: UploadOutcome;
+  let outcome: Awaited<ReturnType<typeof acceptUpload>>;
   try {
-    outcome = await uploadBatch(c.env, c.get('caller'), source, c.req.header('CF-Connecting-IP') ?? null, systemClock);
+    const ip = c.req.header('CF-Connecting-IP') ?? null;
+    // Chunk messages go out after the answer, in waitUntil.
+    outcome = await acceptUpload(c.env, c.get('caller'), source, ip, systemClock, (work) => c.executionCtx.waitUntil(work));
   } catch (err) {
     if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
     throw err;
@@ -32,8 +37,6 @@ filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
     await reader?.cancel().catch(() => undefined);
   }
   if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
-  // Queueing happens after the answer; the stall watchdog re-sends chunks if this is lost.
-  c.executionCtx.waitUntil(enqueueBatch(c.env, outcome.batch.id, outcome.messages));
   return c.json(success(outcome.batch), 200);
 });
 

@@ -1,6 +1,6 @@
 /** zod schemas of the BIN lookup request (SPEC.md "BIN lookup request body") and the surcharge rules. */
 import { z } from 'zod';
-import { TEMP_TOKEN_PATTERN } from '../services/tokens';
+import { TEMP_TOKEN_PATTERN } from './tokenizer';
 import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from './vault';
 
 // Patterns spell out [0-9] and [A-Za-z]: \d or letter classes could admit other scripts' digits.

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { parseExpiry } from '../lib/expiry';
 import { isValidCardNumber } from '../lib/luhn';
 
+/** "tok_" + 32 base64url characters (24 random bytes, 192 bits). */
+export const TEMP_TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{32}$/;
+
 /**
  * A card number as typed: spaces and dashes are dropped, then 12-19 digits passing Luhn.
  * Messages never quote the value (it is card data).

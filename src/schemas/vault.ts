@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isValidRoutingNumber } from '../lib/aba';
 import { containsCardNumber } from '../lib/luhn';
-import { TEMP_TOKEN_PATTERN } from '../services/tokens';
+import { TEMP_TOKEN_PATTERN } from './tokenizer';
 import { cardNumberField, expirationField } from './tokenizer';
 
 export const CUSTOMER_ID_PATTERN = /^[A-Za-z0-9]{1,40}$/;

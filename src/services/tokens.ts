@@ -8,10 +8,9 @@ import { open, seal } from '../lib/card-crypto';
 import { randomSecret } from '../lib/crypto';
 import { formatExpiry, parseExpiry } from '../lib/expiry';
 import { isoTimestamp } from '../lib/time';
+import { TEMP_TOKEN_PATTERN } from '../schemas/tokenizer';
 import { getTempToken, putTempToken } from '../storage/temp-tokens';
 
-/** "tok_" + 32 base64url characters (24 random bytes, 192 bits). */
-export const TEMP_TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{32}$/;
 export const TEMP_TOKEN_TTL_SECONDS = 15 * 60;
 
 export interface TokenCard {

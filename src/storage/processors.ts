@@ -1,5 +1,5 @@
 /** D1 access for the `processors` table. */
-import type { ProcessorType } from '../services/transactions/processors/processor';
+import type { ProcessorType } from '../schemas/admin';
 
 export interface ProcessorRecord {
   id: string;

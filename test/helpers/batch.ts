@@ -6,7 +6,7 @@ import worker from '../../src/index';
 import { systemClock } from '../../src/lib/time';
 import type { Env } from '../../src/env';
 import type { ChunkMessage } from '../../src/schemas/queue';
-import { uploadBatch } from '../../src/services/batches/batches';
+import { uploadBatch } from '../../src/services/batches/upload';
 import { authenticateKey } from '../../src/services/merchants';
 import { call } from './api';
 

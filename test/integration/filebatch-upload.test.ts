@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { authenticateKey } from '../../src/services/merchants';
-import { uploadBatch } from '../../src/services/batches/batches';
+import { uploadBatch } from '../../src/services/batches/upload';
 import { systemClock } from '../../src/lib/time';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, parseResult, QUEUE_TEST_TIMEOUT, saleRows, uploadMultipart, uploadRaw, waitForStatus } from '../helpers/batch';

@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readTempToken, TEMP_TOKEN_PATTERN } from '../../src/services/tokens';
+import { TEMP_TOKEN_PATTERN } from '../../src/schemas/tokenizer';
+import { readTempToken } from '../../src/services/tokens';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 
 interface Envelope<T = unknown> {

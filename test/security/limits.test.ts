@@ -5,7 +5,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/app';
-import { uploadBatch } from '../../src/services/batches/batches';
+import { uploadBatch } from '../../src/services/batches/upload';
 import { authenticateKey } from '../../src/services/merchants';
 import { readTempToken, TEMP_TOKEN_TTL_SECONDS } from '../../src/services/tokens';
 import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CsvScanner, parseChunkRows, problemMessage, splitQuotedLine, toCsvLine, type CsvScanResult } from '../../src/lib/batch-csv';
-import { checkHeader } from '../../src/services/batches/batches';
+import { checkHeader } from '../../src/services/batches/upload';
 
 const encoder = new TextEncoder();
 

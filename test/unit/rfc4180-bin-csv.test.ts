@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { detectBinFormat, expandRanges, parseBinRow, parseRangeRow, detectRangeFormat } from '../../src/lib/bin-csv-formats';
+import { detectBinFormat, expandRanges, parseBinRow, parseRangeRow, detectRangeFormat } from '../../src/services/bin-lookup/import-formats';
 import { CsvParser, CsvTooLargeError, readCsv } from '../../src/lib/rfc4180-reader';
 
 function streamOf(...parts: string[]): ReadableStream<Uint8Array> {

@@ -20,6 +20,8 @@ import {
 import { putResultPart, readUploadRange } from '../../storage/batch-files';
 import { findBatchWithCaller } from '../../storage/batches';
 import { processTransactions } from '../transactions/engine';
+import { failBatch, lifecycleDeps } from './lifecycle';
+import { hasEnded } from './state';
 
 export type ChunkOutcome =
   | { ok: true; counted: boolean }
@@ -40,8 +42,8 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
   if (text === null) {
     // The file is deleted when the batch ends; if it vanished while running, the batch cannot finish.
     const live = await progress.snapshot();
-    if (live && (live.status === 'completed' || live.status === 'failed')) return { ok: false, reason: 'batch_ended' };
-    await progress.fail('the uploaded file is missing from storage');
+    if (live && hasEnded(live.status)) return { ok: false, reason: 'batch_ended' };
+    await failBatch(lifecycleDeps(env), batch.id, 'the uploaded file is missing from storage');
     return { ok: false, reason: 'batch_ended' };
   }
 

@@ -14,7 +14,7 @@ import {
   type HeaderResult,
   type RangeCsvLayout,
   type RowResult,
-} from '../../lib/bin-csv-formats';
+} from './import-formats';
 import { CsvTooLargeError, readCsv } from '../../lib/rfc4180-reader';
 import type { Clock } from '../../lib/time';
 import { upsertBinsStatements, upsertRangesStatements, type AccountRange, type BinRecord } from '../../storage/bins';

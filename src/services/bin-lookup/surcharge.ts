@@ -7,9 +7,9 @@
 import type { Env } from '../../env';
 import { MemoryCache } from '../../lib/memory-cache';
 import { getCachedRules, putCachedRules, surchargeKey } from '../../storage/bin-cache';
-import { findRulesForRegion, type SurchargeRule } from '../../storage/surcharge-rules';
+import { findRulesForRegion, listRules, replaceRulesStatements, type SurchargeRule } from '../../storage/surcharge-rules';
 import type { CardMetadata } from './card-metadata';
-import { cacheTtlSeconds, currentDataVersion } from './data-version';
+import { bumpLookupDataVersion, cacheTtlSeconds, currentDataVersion } from './data-version';
 
 /** What the rules allow for one card in one region: whether, and up to which rate. */
 export interface SurchargePolicy {
@@ -94,4 +94,20 @@ async function rulesForRegion(env: Env, country: string, region: string): Promis
   const rules = await findRulesForRegion(env.DB, country, region);
   await putCachedRules(env.BIN_CACHE, key, rules, cacheTtlSeconds(env));
   return recentRules.set(key, rules);
+}
+
+/** Every stored rule, history included. */
+export function listSurchargeRules(env: Env): Promise<SurchargeRule[]> {
+  return listRules(env.DB);
+}
+
+/** Replaces the whole rule set, then bumps the data version so no cached answer outlives it. */
+export async function replaceSurchargeRules(
+  env: Env,
+  rules: Parameters<typeof replaceRulesStatements>[1],
+  now: Date,
+): Promise<SurchargeRule[]> {
+  await env.DB.batch(replaceRulesStatements(env.DB, rules));
+  await bumpLookupDataVersion(env, now);
+  return listRules(env.DB);
 }

@@ -3,10 +3,10 @@
  * whose fields are already validated and whose amounts are final; the processor answers with
  * the gateway's response code and the network's own codes.
  */
+import type { ProcessorType } from '../../../schemas/admin';
 import type { AchAccountType, SecCode, TransactionType } from '../validation';
 
-export const PROCESSOR_TYPES = ['sandbox'] as const;
-export type ProcessorType = (typeof PROCESSOR_TYPES)[number];
+export type { ProcessorType };
 
 export type ChargePayment =
   | { kind: 'card'; number: string; cvc: string | null; billingPostalCode: string | null }

@@ -10,8 +10,8 @@
  * Account ranges (enhanced lookup) have one format: low, high and the same field columns.
  * Pure functions: a row becomes records or a reason, never an exception.
  */
-import type { AccountRange, BinFields, BinRecord } from '../storage/bins';
-import { normalizeBrandName } from './card-brand';
+import type { AccountRange, BinFields, BinRecord } from '../../storage/bins';
+import { normalizeBrandName } from '../../lib/card-brand';
 
 export type BinCsvFormat = 'binbatch' | 'binlist' | 'openbiin';
 

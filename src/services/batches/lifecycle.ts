@@ -1,0 +1,83 @@
+/**
+ * The one place a batch changes state in the world outside its Durable Object. The object keeps
+ * the state machine and the counters; everything a transition does elsewhere happens here:
+ *
+ *   createBatch        D1 row, then the object (status `pending`)
+ *   startBatch         every chunk message sent, then the object moves to `queued`
+ *   sendChunkMessages  the only sender to BATCH_QUEUE (start, and the stall watchdog's re-send)
+ *   batchTransitioned  called by the object after each transition it commits: the D1 mirror and,
+ *                      once the batch has ended, the uploaded file deleted (it holds card numbers)
+ *   failBatch          the dead-letter consumer and a chunk whose file vanished end the batch
+ *
+ * The object calls `batchTransitioned` again for an ended batch whenever a late call reaches it,
+ * so every effect here must be idempotent: a failure after the object's commit heals on the next call.
+ */
+import type { Env } from '../../env';
+import type { CsvChunk } from '../../lib/batch-csv';
+import type { ChunkMessage } from '../../schemas/queue';
+import { deleteUpload } from '../../storage/batch-files';
+import { insertBatchStatement, updateBatchState, type BatchRow } from '../../storage/batches';
+import { hasEnded, type BatchSnapshot } from './state';
+
+/** Queues accept at most 100 messages per sendBatch call. */
+const SEND_BATCH_MAX = 100;
+
+/** The bindings a batch's transitions touch. */
+export interface LifecycleDeps {
+  db: D1Database;
+  files: R2Bucket;
+  queue: Queue<ChunkMessage>;
+  progress: Env['BATCH_PROGRESS'];
+}
+
+export function lifecycleDeps(env: Env): LifecycleDeps {
+  return { db: env.DB, files: env.FILES, queue: env.BATCH_QUEUE, progress: env.BATCH_PROGRESS };
+}
+
+/** Where a chunk's rows are in the uploaded file: what a chunk message carries (never row data). */
+export type ChunkLocation = Pick<CsvChunk, 'index' | 'offset' | 'length' | 'firstLine'>;
+
+export function chunkMessages(batchId: string, chunks: readonly ChunkLocation[]): ChunkMessage[] {
+  return chunks.map((chunk) => ({
+    batchId,
+    chunk: chunk.index,
+    offset: chunk.offset,
+    length: chunk.length,
+    firstLine: chunk.firstLine,
+  }));
+}
+
+/** The batch exists: its D1 row (ownership, listing) and its object (state, chunk map). */
+export async function createBatch(deps: LifecycleDeps, row: BatchRow, chunks: CsvChunk[]): Promise<void> {
+  await insertBatchStatement(deps.db, row).run();
+  await deps.progress.getByName(row.id).init({ batchId: row.id, numLines: row.num_lines, chunks, createdAt: row.created_at });
+}
+
+export async function sendChunkMessages(deps: LifecycleDeps, messages: readonly ChunkMessage[]): Promise<void> {
+  for (let i = 0; i < messages.length; i += SEND_BATCH_MAX) {
+    await deps.queue.sendBatch(messages.slice(i, i + SEND_BATCH_MAX).map((body) => ({ body, contentType: 'json' as const })));
+  }
+}
+
+/** Sends the batch's chunk messages, then moves it to `queued`. */
+export async function startBatch(deps: LifecycleDeps, batchId: string, messages: readonly ChunkMessage[]): Promise<void> {
+  await sendChunkMessages(deps, messages);
+  await deps.progress.getByName(batchId).markQueued();
+}
+
+export async function batchTransitioned(deps: LifecycleDeps, batch: BatchSnapshot): Promise<void> {
+  const ended = hasEnded(batch.status);
+  if (ended) await deleteUpload(deps.files, batch.batchId);
+  await updateBatchState(deps.db, batch.batchId, {
+    status: batch.status,
+    processedLines: batch.processedLines,
+    updatedAt: batch.updatedAt,
+    endedAt: ended ? batch.updatedAt : null,
+    failureReason: batch.failureReason,
+  });
+}
+
+/** Ends the batch as failed (the first reason wins); null when no such batch was ever created. */
+export function failBatch(deps: LifecycleDeps, batchId: string, reason: string): Promise<BatchSnapshot | null> {
+  return deps.progress.getByName(batchId).fail(reason);
+}

@@ -1,0 +1,24 @@
+/** The batch limits of wrangler.toml's [vars], as numbers (a missing or malformed var takes the default). */
+import type { Env } from '../../env';
+
+export interface BatchLimits {
+  chunkRows: number;
+  maxBytes: number;
+  maxRows: number;
+  retentionDays: number;
+}
+
+function positiveInt(value: string | undefined, fallback: number): number {
+  const number = Number(value);
+  return Number.isInteger(number) && number > 0 ? number : fallback;
+}
+
+export function batchLimits(env: Env): BatchLimits {
+  return {
+    chunkRows: positiveInt(env.BATCH_CHUNK_ROWS, 500),
+    maxBytes: positiveInt(env.BATCH_MAX_BYTES, 100 * 1024 * 1024),
+    maxRows: positiveInt(env.BATCH_MAX_ROWS, 500_000),
+    retentionDays: positiveInt(env.BATCH_RETENTION_DAYS, 10),
+  };
+}
+

@@ -1,0 +1,62 @@
+/**
+ * A batch as the API shows it: the D1 row (ownership, file name) with the live state of its Durable
+ * Object laid over it while the batch runs.
+ */
+import type { Env } from '../../env';
+import { findMerchantBatch, listMerchantBatches, type BatchRow, type BatchStatus } from '../../storage/batches';
+import type { BatchSnapshot } from './state';
+
+/** The batch record as the status operation answers it (SPEC.md), plus the reason of a failure. */
+export interface BatchRecord {
+  id: string;
+  user_id: string;
+  file_name: string;
+  status: BatchStatus;
+  num_lines: number;
+  processed_lines: number;
+  created_at: string;
+  updated_at: string;
+  failure_reason?: string;
+}
+
+export function toRecord(row: BatchRow, live: BatchSnapshot | null): BatchRecord {
+  const status = live?.status ?? row.status;
+  const record: BatchRecord = {
+    id: row.id,
+    user_id: row.merchant_id,
+    file_name: row.file_name,
+    status,
+    num_lines: row.num_lines,
+    processed_lines: live?.processedLines ?? row.processed_lines,
+    created_at: row.created_at,
+    updated_at: live?.updatedAt ?? row.updated_at,
+  };
+  const reason = live?.failureReason ?? row.failure_reason;
+  if (status === 'failed' && reason) record.failure_reason = reason;
+  return record;
+}
+
+/** The live record of a merchant's batch; null for an unknown id or another merchant's batch. */
+export async function getBatch(env: Env, merchantId: string, id: string): Promise<BatchRecord | null> {
+  const row = await findMerchantBatch(env.DB, merchantId, id);
+  if (!row) return null;
+  return toRecord(row, await env.BATCH_PROGRESS.getByName(id).snapshot());
+}
+
+/** A page of the merchant's batches, newest first. Only batches still running ask their object. */
+export async function listBatches(
+  env: Env,
+  merchantId: string,
+  page: { limit: number; offset: number },
+): Promise<{ batches: BatchRecord[]; total: number }> {
+  const { batches, total } = await listMerchantBatches(env.DB, merchantId, page.limit, page.offset);
+  const records = await Promise.all(
+    batches.map(async (row) =>
+      row.status === 'completed' || row.status === 'failed'
+        ? toRecord(row, null)
+        : toRecord(row, await env.BATCH_PROGRESS.getByName(row.id).snapshot()),
+    ),
+  );
+  return { batches: records, total };
+}
+

@@ -1,0 +1,86 @@
+/**
+ * Batch results: the streamed download of a completed batch, and their deletion after retention.
+ */
+import type { Env } from '../../env';
+import { toCsvLine } from '../../lib/batch-csv';
+import { isoTimestamp, type Clock } from '../../lib/time';
+import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
+import { deleteResultParts, getResultPart } from '../../storage/batch-files';
+import { findMerchantBatch, listBatchesEndedBefore, markResultsDeleted } from '../../storage/batches';
+import { batchLimits } from './limits';
+
+export type DownloadOutcome =
+  | { ok: true; fileName: string; body: ReadableStream<Uint8Array> }
+  | { ok: false; reason: 'not_found' | 'not_completed' | 'expired' };
+
+/**
+ * The result CSV of a completed batch: the header row, then each chunk's result part in chunk
+ * order, pulled from R2 one part at a time as the client reads (never assembled in memory).
+ */
+export async function openDownload(env: Env, merchantId: string, id: string, clock: Clock): Promise<DownloadOutcome> {
+  const row = await findMerchantBatch(env.DB, merchantId, id);
+  if (!row) return { ok: false, reason: 'not_found' };
+  const live = await env.BATCH_PROGRESS.getByName(id).snapshot();
+  if (live?.status !== 'completed') return { ok: false, reason: 'not_completed' };
+  const retentionMs = batchLimits(env).retentionDays * 86_400_000;
+  const endedAt = Date.parse(row.ended_at ?? live.updatedAt);
+  if (row.results_deleted_at !== null || clock().getTime() - endedAt > retentionMs) return { ok: false, reason: 'expired' };
+  return { ok: true, fileName: row.file_name, body: resultStream(env.FILES, id, live.numChunks) };
+}
+
+function resultStream(bucket: R2Bucket, batchId: string, numChunks: number): ReadableStream<Uint8Array> {
+  const header = new TextEncoder().encode(toCsvLine(RESULT_COLUMNS));
+  let next = -1; // -1: the header; then chunk indexes
+  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      for (;;) {
+        if (reader) {
+          const { done, value } = await reader.read();
+          if (!done) {
+            controller.enqueue(value);
+            return;
+          }
+          reader = null;
+        }
+        if (next === -1) {
+          next = 0;
+          controller.enqueue(header);
+          return;
+        }
+        if (next >= numChunks) {
+          controller.close();
+          return;
+        }
+        const part = await getResultPart(bucket, batchId, next);
+        if (!part) {
+          controller.error(new Error(`result part ${next} of batch ${batchId} is missing`));
+          return;
+        }
+        next++;
+        reader = part.body.getReader();
+      }
+    },
+    async cancel(reason) {
+      await reader?.cancel(reason);
+    },
+  });
+}
+
+/**
+ * Retention: deletes the result parts of batches that ended more than BATCH_RETENTION_DAYS ago
+ * (completed ones stop being downloadable: "batch results expired"; failed ones may have left
+ * partial parts). Their records stay, so status still answers. Returns how many batches it swept.
+ */
+export async function deleteExpiredResults(env: Env, clock: Clock): Promise<number> {
+  const now = clock();
+  const cutoff = isoTimestamp(new Date(now.getTime() - batchLimits(env).retentionDays * 86_400_000));
+  let swept = 0;
+  for (;;) {
+    const ids = await listBatchesEndedBefore(env.DB, cutoff, 50);
+    if (ids.length === 0) return swept;
+    for (const id of ids) await deleteResultParts(env.FILES, id);
+    await markResultsDeleted(env.DB, ids, isoTimestamp(now));
+    swept += ids.length;
+  }
+}
