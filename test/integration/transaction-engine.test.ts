@@ -217,6 +217,6 @@ describe('what the dependencies decide', () => {
       expiration: '12/30',
       cvv_response_code: 'M',
     });
-    expect(unknown).toMatchObject({ ok: false, errors: [{ field: 'customer_id', msg: 'no vault customer with this id for this merchant' }] });
+    expect(unknown).toMatchObject({ ok: false, errors: [{ field: 'customer_id', msg: 'no vault customer ghost' }] });
   });
 });

@@ -466,16 +466,16 @@ describe('vault payments', () => {
   it('names what is wrong with a vault reference', async () => {
     await vaultCustomer({ id: 'vempty1' });
     expect(await refused({ transaction_type: 'sale', customer_id: 'vempty1', amount: 100 })).toEqual({
-      customer_id: 'the customer has no default payment method; give payment_method_id',
+      customer_id: 'customer vempty1 has no default payment method; give payment_method_id',
     });
     expect(await refused({ transaction_type: 'sale', customer_id: 'vcust1', payment_method_id: 'nope', amount: 100 })).toEqual({
-      payment_method_id: 'the customer has no payment method with this id',
+      payment_method_id: 'customer vcust1 has no payment method nope',
     });
     expect(Object.keys(await refused({ transaction_type: 'sale', customer_id: 'vach1', payment_method_type: 'card', amount: 100 }))).toEqual(['payment_method_type']);
     // This merchant's customer is unknown to another merchant.
     const foreign = await post({ transaction_type: 'sale', customer_id: 'vcust1', amount: 100 }, { key: other.secretKey });
     expect(foreign.status).toBe(400);
-    expect((await foreign.json<Envelope>()).errors).toEqual([{ field: 'customer_id', msg: 'no vault customer with this id for this merchant' }]);
+    expect((await foreign.json<Envelope>()).errors).toEqual([{ field: 'customer_id', msg: 'no vault customer vcust1' }]);
   });
 
   it("refuses a surcharge for a surcharge-exempt vault customer", async () => {

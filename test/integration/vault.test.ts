@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { resolveVaultPaymentMethod, resolveVaultPaymentMethods } from '../../src/services/vault/customers';
+import { resolveVaultPaymentMethod, resolveVaultPaymentMethods } from '../../src/services/vault/resolution';
 import { d1Tables, describeFindings, scanD1, scanKv } from '../helpers/leak-scan';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 

@@ -6,7 +6,7 @@
 import type { Caller, Env } from '../../env';
 import { AppError } from '../../errors';
 import { readTempToken } from '../tokens';
-import { resolveVaultPaymentMethod } from '../vault/customers';
+import { resolveVaultPaymentMethod } from '../vault/resolution';
 
 export type CardSource =
   | { kind: 'bin'; bin: string }

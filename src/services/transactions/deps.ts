@@ -7,13 +7,13 @@
 import type { Caller, Env } from '../../env';
 import { lookupCards, type CardMetadata } from '../bin-lookup/card-metadata';
 import { surchargePolicy, type SurchargePolicy } from '../bin-lookup/surcharge';
-import { resolveVaultPaymentMethods, type VaultReference, type VaultResolution } from '../vault/customers';
+import { resolveVaultPaymentMethods, type VaultReference, type VaultResolution } from '../vault/resolution';
 
 export type { CardMetadata } from '../bin-lookup/card-metadata';
-export type { VaultCustomer, VaultPaymentMethod } from '../vault/customers';
+export type { VaultCustomer, VaultPaymentMethod } from '../vault/resolution';
 export type { SurchargePolicy } from '../bin-lookup/surcharge';
 
-export type { VaultReference, VaultResolution } from '../vault/customers';
+export type { VaultReference, VaultResolution } from '../vault/resolution';
 
 export interface SurchargeRegion {
   country: string;

@@ -1,20 +1,18 @@
 /**
- * The customer vault: customers of a merchant and their stored cards and bank accounts.
- * Card and account numbers are sealed (card-crypto, associated data = merchant id); CVCs are never
- * kept. A customer's first payment method becomes its default.
+ * The customer vault's commands and views: customers of a merchant and their stored cards and bank
+ * accounts. Numbers are sealed before they are stored; CVCs are never kept; the API shows masked
+ * numbers only. A customer's first payment method becomes its default.
  */
 import type { Env } from '../../env';
-import { open, seal } from '../../lib/card-crypto';
+import { seal } from '../../lib/card-crypto';
 import { randomId } from '../../lib/crypto';
 import { formatExpiry, isExpired, parseExpiry } from '../../lib/expiry';
-import { containsCardNumber } from '../../lib/luhn';
 import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, PaymentMethodInput } from '../../schemas/vault';
 import {
   deleteCustomer as deleteCustomerRows,
   findCustomer,
-  findCustomersWithMethods,
   findPaymentMethod,
   insertCustomerStatement,
   insertPaymentMethodStatement,
@@ -23,140 +21,8 @@ import {
   updateCustomer as updateCustomerRow,
   type CustomerRecord,
   type PaymentMethodRecord,
-  type ResolvedRow,
 } from '../../storage/vault';
 import { readTempToken } from '../tokens';
-
-// ---- Resolution, for BIN lookup and the transaction engine ------------------------------------
-
-export type VaultPaymentMethod =
-  | { id: string; type: 'card'; number: string; expiration: string; masked: string }
-  | {
-      id: string;
-      type: 'ach';
-      account_number: string;
-      routing_number: string;
-      account_type: 'checking' | 'savings';
-      sec_code: 'WEB' | 'CCD' | 'PPD';
-      masked: string;
-    };
-
-export interface VaultCustomer {
-  id: string;
-  surchargeExempt: boolean;
-  email: string | null;
-  description: string | null;
-}
-
-export type ResolveFailure =
-  | 'customer_not_found'
-  | 'payment_method_not_found'
-  | 'no_default_payment_method'
-  | 'payment_method_type_mismatch';
-
-export interface VaultReference {
-  customerId: string;
-  paymentMethodId?: string;
-  paymentMethodType?: 'card' | 'ach';
-}
-
-export type VaultResolution =
-  | { ok: true; customer: VaultCustomer; method: VaultPaymentMethod }
-  | { ok: false; reason: ResolveFailure; msg: string };
-
-/**
- * The payment method a charge or lookup for `customerId` uses: `paymentMethodId` when given,
- * else the customer's default. `paymentMethodType`, when given, must match the method found.
- * One indexed D1 query and one decrypt.
- */
-export async function resolveVaultPaymentMethod(
-  env: Env,
-  merchantId: string,
-  customerId: string,
-  options: { paymentMethodId?: string; paymentMethodType?: 'card' | 'ach' },
-): Promise<VaultResolution> {
-  const [answer] = await resolveVaultPaymentMethods(env, merchantId, [{ customerId, ...options }]);
-  if (!answer) throw new Error('vault resolution answered nothing');
-  return answer;
-}
-
-/** `resolveVaultPaymentMethod` for many references (a batch chunk's rows) in one D1 query. */
-export async function resolveVaultPaymentMethods(
-  env: Env,
-  merchantId: string,
-  references: readonly VaultReference[],
-): Promise<VaultResolution[]> {
-  const rows = await findCustomersWithMethods(
-    env.DB,
-    merchantId,
-    references.map((reference) => ({ customerId: reference.customerId, paymentMethodId: reference.paymentMethodId ?? null })),
-  );
-  return Promise.all(references.map((reference, i) => resolveFromRow(env, merchantId, reference, rows[i] ?? null)));
-}
-
-async function resolveFromRow(
-  env: Env,
-  merchantId: string,
-  reference: VaultReference,
-  row: ResolvedRow | null,
-): Promise<VaultResolution> {
-  // Callers pass ids straight from requests and CSV rows; one holding a card number is not echoed.
-  const shownCustomer = quotableId(reference.customerId);
-  if (!row) return { ok: false, reason: 'customer_not_found', msg: `customer_id: no vault customer ${shownCustomer}` };
-  if (!row.method) {
-    return reference.paymentMethodId !== undefined
-      ? {
-          ok: false,
-          reason: 'payment_method_not_found',
-          msg: `payment_method_id: customer ${shownCustomer} has no payment method ${quotableId(reference.paymentMethodId)}`,
-        }
-      : {
-          ok: false,
-          reason: 'no_default_payment_method',
-          msg: `customer_id: customer ${shownCustomer} has no default payment method`,
-        };
-  }
-  if (reference.paymentMethodType !== undefined && reference.paymentMethodType !== row.method.type) {
-    return {
-      ok: false,
-      reason: 'payment_method_type_mismatch',
-      msg: `payment_method_type: payment method ${row.method.id} is ${row.method.type}, not ${reference.paymentMethodType}`,
-    };
-  }
-  const method = await unsealMethod(env, merchantId, row.method);
-  return { ok: true, customer: toVaultCustomer(row.customer), method };
-}
-
-function quotableId(id: string): string {
-  return containsCardNumber(id) ? '(a card number)' : id;
-}
-
-async function unsealMethod(env: Env, merchantId: string, record: PaymentMethodRecord): Promise<VaultPaymentMethod> {
-  const number = await open(env.CARD_DATA_KEY, record.sealed_number, merchantId);
-  // A row that does not open is corrupted or was written under another key: a server fault, not user input.
-  if (number === null) throw new Error(`vault payment method ${record.id} could not be unsealed`);
-  if (record.type === 'card') {
-    return { id: record.id, type: 'card', number, expiration: record.expiration ?? '', masked: record.masked };
-  }
-  return {
-    id: record.id,
-    type: 'ach',
-    account_number: number,
-    routing_number: record.routing_number ?? '',
-    account_type: record.account_type ?? 'checking',
-    sec_code: record.sec_code ?? 'WEB',
-    masked: record.masked,
-  };
-}
-
-function toVaultCustomer(record: CustomerRecord): VaultCustomer {
-  return {
-    id: record.id,
-    surchargeExempt: record.surcharge_exempt,
-    email: record.email,
-    description: record.description,
-  };
-}
 
 // ---- What the API shows: masked only --------------------------------------------------------
 
