@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from './env';
+import type { FieldError } from './lib/field-errors';
 import { redactDigits } from './lib/redact';
 
 /** The closed list of error codes the service answers with. */
@@ -17,10 +18,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'internal';
 
-export interface FieldError {
-  field: string;
-  msg: string;
-}
+export type { FieldError };
 
 export class AppError extends Error {
   constructor(

@@ -21,6 +21,13 @@ export function isExpired(expiry: Expiry, now: Date): boolean {
   return expiry.year < year || (expiry.year === year && expiry.month < month);
 }
 
+/** An expiration as text, checked against the clock: the one check every door makes. */
+export function checkExpiration(value: string, now: Date): { ok: true; expiry: Expiry } | { ok: false; problem: 'malformed' | 'expired' } {
+  const expiry = parseExpiry(value);
+  if (expiry === null) return { ok: false, problem: 'malformed' };
+  return isExpired(expiry, now) ? { ok: false, problem: 'expired' } : { ok: true, expiry };
+}
+
 /** The canonical form stored and shown: MM/YY. */
 export function formatExpiry(expiry: Expiry): string {
   return `${String(expiry.month).padStart(2, '0')}/${String(expiry.year % 100).padStart(2, '0')}`;

@@ -6,6 +6,7 @@ import { zValidator } from '@hono/zod-validator';
 import type { MiddlewareHandler, ValidationTargets } from 'hono';
 import type { z } from 'zod';
 import { AppError, type FieldError } from '../errors';
+import { describeFieldErrors } from '../lib/field-errors';
 import { containsCardNumber } from '../lib/luhn';
 
 export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
@@ -22,11 +23,6 @@ export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
 function unrecognizedKeysMessage(keys: readonly string[]): string {
   const shown = keys.map((key) => (containsCardNumber(key) ? '(a card number)' : JSON.stringify(key)));
   return `Unrecognized key${keys.length > 1 ? 's' : ''}: ${shown.join(', ')}`;
-}
-
-/** "field: problem; other: problem": what went wrong and where, in one line. */
-export function describeFieldErrors(errors: FieldError[]): string {
-  return errors.map((e) => `${e.field}: ${e.msg}`).join('; ');
 }
 
 /**

@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
-import { isExpired, parseExpiry } from '../lib/expiry';
+import { checkExpiration } from '../lib/expiry';
 import { systemClock } from '../lib/time';
 import { requireAnyKey } from '../middleware/auth';
 import { rateLimitPerKey } from '../middleware/key-rate-limit';
@@ -24,8 +24,7 @@ tokenizer.post(
   async (c) => {
     const body = c.req.valid('json');
     const now = systemClock();
-    const expiry = parseExpiry(body.cc_expiration);
-    if (expiry === null || isExpired(expiry, now)) throw new AppError('bad_request', 'cc_expiration: card has expired');
+    if (!checkExpiration(body.cc_expiration, now).ok) throw new AppError('bad_request', 'cc_expiration: card has expired');
     const card = { number: body.cc_number, expiration: body.cc_expiration, ...(body.cc_cvc ? { cvc: body.cc_cvc } : {}) };
     const token = await createTempToken(c.env, c.get('caller').merchantId, card, now);
     return c.json(success(token), 201);

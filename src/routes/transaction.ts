@@ -13,7 +13,7 @@ import { rateLimitPerKey } from '../middleware/key-rate-limit';
 import { validate } from '../middleware/validate';
 import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../schemas/transaction-http';
 import { getTransaction, processTransactions } from '../services/transactions/engine';
-import { describeErrors } from '../services/transactions/records';
+import { describeFieldErrors } from '../lib/field-errors';
 
 export const transaction = new Hono<AppEnv>();
 
@@ -41,7 +41,7 @@ transaction.post(
     if (!outcome) throw new Error('transaction engine answered no outcome');
     if (!outcome.ok) {
       const code = outcome.reason === 'idempotency_conflict' ? 'conflict' : 'bad_request';
-      throw new AppError(code, describeErrors(outcome.errors), outcome.errors);
+      throw new AppError(code, describeFieldErrors(outcome.errors), outcome.errors);
     }
     if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
     return c.json(success(outcome.record), outcome.replayed ? 200 : 201);

@@ -3,6 +3,8 @@
  * Column lists are SPEC.md's, in SPEC.md's order.
  */
 
+import type { FieldError } from '../lib/field-errors';
+
 /** Columns a batch CSV (and the JSON body of POST /api/transaction) may carry. */
 export const INPUT_COLUMNS = [
   'transaction_type',
@@ -160,10 +162,8 @@ export interface TransactionRequest {
   line?: number;
 }
 
-export interface RowError {
-  field: string;
-  msg: string;
-}
+/** A problem with one field of a transaction request. */
+export type RowError = FieldError;
 
 export type TransactionOutcome =
   /** Processed now, or found already recorded under the same idempotency key (`replayed`). */

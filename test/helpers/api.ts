@@ -4,6 +4,15 @@ import { exports } from 'cloudflare:workers';
 export const ADMIN_TOKEN = 'test-admin-token';
 const BASE = 'http://binbatch.test';
 
+/** The envelope every JSON answer but a lookup, a batch status and a transaction record comes in. */
+export interface Envelope<T = unknown> {
+  status: string;
+  msg: string;
+  data: T;
+  errors?: { field: string; msg: string }[];
+  request_id?: string;
+}
+
 export interface CallOptions {
   key?: string | null;
   body?: unknown;

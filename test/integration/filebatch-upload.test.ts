@@ -3,14 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { authenticateKey } from '../../src/services/merchants';
 import { uploadBatch } from '../../src/services/batches/upload';
 import { systemClock } from '../../src/lib/time';
-import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, parseResult, QUEUE_TEST_TIMEOUT, saleRows, uploadMultipart, uploadRaw, waitForStatus } from '../helpers/batch';
-
-interface Envelope {
-  status: string;
-  msg: string;
-  data: unknown;
-}
 
 async function uploadsInR2(): Promise<string[]> {
   const listing = await env.FILES.list({ prefix: 'uploads/' });

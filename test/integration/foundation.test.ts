@@ -5,15 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { AppEnv } from '../../src/env';
 import { handleError } from '../../src/errors';
 import { requireAnyKey, requireSecretKey } from '../../src/middleware/auth';
-import { ADMIN_TOKEN, admin, call, createMerchant } from '../helpers/api';
-
-interface Envelope<T = unknown> {
-  status: string;
-  msg: string;
-  data: T;
-  errors?: { field: string; msg: string }[];
-  request_id?: string;
-}
+import { ADMIN_TOKEN, admin, call, createMerchant, type Envelope } from '../helpers/api';
 
 describe('health and shared behaviour', () => {
   it('answers /healthz with 200 and a request id', async () => {

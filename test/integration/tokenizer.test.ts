@@ -2,14 +2,8 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TEMP_TOKEN_PATTERN } from '../../src/schemas/tokenizer';
 import { readTempToken } from '../../src/services/tokens';
-import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 
-interface Envelope<T = unknown> {
-  status: string;
-  msg: string;
-  data: T;
-  errors?: { field: string; msg: string }[];
-}
 interface TokenData {
   temp_token: string;
   expires_at: string;

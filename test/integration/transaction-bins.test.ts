@@ -6,14 +6,9 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { lookupCard, lookupCards } from '../../src/services/bin-lookup/card-metadata';
 import { processTransactions } from '../../src/services/transactions/engine';
-import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
 
-interface Envelope<T = unknown> {
-  status: string;
-  data: T;
-  errors?: { field: string; msg: string }[];
-}
 type TxRecord = Record<string, string | number | boolean | null>;
 
 const CREDIT_8 = '4111111111111111'; // BIN 41111111 (8 digits), credit

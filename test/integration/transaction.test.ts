@@ -2,15 +2,10 @@
 import { env } from 'cloudflare:workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESULT_COLUMNS } from '../../src/schemas/transaction-columns';
-import { admin, call, createMerchant, type TestMerchant } from '../helpers/api';
+import { admin, call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
+import { ISSUER_DECLINE_CARDS } from '../helpers/sandbox';
 import { d1Tables, describeFindings, findSecrets, scanD1 } from '../helpers/leak-scan';
 
-interface Envelope<T = unknown> {
-  status: string;
-  msg: string;
-  data: T;
-  errors?: { field: string; msg: string }[];
-}
 type TxRecord = Record<string, string | number | boolean | null>;
 
 const VISA = '4111111111111111';
@@ -253,14 +248,7 @@ describe('validation through the HTTP door', () => {
 });
 
 describe('sandbox triggers', () => {
-  it.each([
-    ['4000000000000002', 201, '05', 'DO NOT HONOR'],
-    ['4000000000009995', 202, '51', 'INSUFFICIENT FUNDS'],
-    ['4000000000000069', 223, '54', 'EXPIRED CARD'],
-    ['4000000000000127', 225, 'N7', 'CVV2 VALUE MISMATCH'],
-    ['4000000000009987', 251, '41', 'LOST CARD, PICK UP'],
-    ['4000000000009979', 252, '43', 'STOLEN CARD, PICK UP'],
-  ])('card %s is declined by the issuer with %i', async (number, code, processorCode, text) => {
+  it.each(ISSUER_DECLINE_CARDS)('card %s is declined by the issuer with %i', async (number, code, processorCode, text) => {
     expect(await charge({ ...SALE, cc_number: number })).toMatchObject({
       response: 'declined',
       response_code: code,

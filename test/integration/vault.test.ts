@@ -2,13 +2,8 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveVaultPaymentMethod, resolveVaultPaymentMethods } from '../../src/services/vault/resolution';
 import { d1Tables, describeFindings, scanD1, scanKv } from '../helpers/leak-scan';
-import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 
-interface Envelope<T = unknown> {
-  status: string;
-  msg: string;
-  data: T;
-}
 interface MethodView {
   id: string;
   type: 'card' | 'ach';

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Charge } from '../../src/services/transactions/processors/processor';
 import { responseFor } from '../../src/services/transactions/processors/processor';
 import { PREPAID_CARD, avsFor, cvvFor, sandboxDecide } from '../../src/services/transactions/processors/sandbox';
+import { ISSUER_DECLINE_CARDS } from '../helpers/sandbox';
 
 function card(number: string, amount = 1_000, type: Charge['type'] = 'sale', cvc: string | null = null, postal: string | null = null): Charge {
   return { type, amount, idempotencyKey: 'k', payment: { kind: 'card', number, cvc, billingPostalCode: postal } };
@@ -24,14 +25,7 @@ describe('sandbox processor', () => {
     }
   });
 
-  it.each([
-    ['4000000000000002', 201, '05', 'DO NOT HONOR'],
-    ['4000000000009995', 202, '51', 'INSUFFICIENT FUNDS'],
-    ['4000000000000069', 223, '54', 'EXPIRED CARD'],
-    ['4000000000000127', 225, 'N7', 'CVV2 VALUE MISMATCH'],
-    ['4000000000009987', 251, '41', 'LOST CARD, PICK UP'],
-    ['4000000000009979', 252, '43', 'STOLEN CARD, PICK UP'],
-  ])('declines card %s with issuer code %i', (number, code, processorCode, text) => {
+  it.each(ISSUER_DECLINE_CARDS)('declines card %s with issuer code %i', (number, code, processorCode, text) => {
     expect(sandboxDecide(card(number))).toEqual({
       response: 'declined',
       responseCode: code,

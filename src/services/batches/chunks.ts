@@ -7,6 +7,7 @@
  */
 import type { Env } from '../../env';
 import { parseChunkRows, toCsvLine } from '../../lib/batch-csv';
+import { describeFieldErrors } from '../../lib/field-errors';
 import type { Clock } from '../../lib/time';
 import type { ChunkMessage } from '../../schemas/queue';
 import {
@@ -92,7 +93,7 @@ function resultLine(outcome: TransactionOutcome, idempotencyKey: string): string
           : column === 'processor_response_text'
             ? outcome.ok
               ? ''
-              : outcome.errors.map((e) => `${e.field}: ${e.msg}`).join('; ')
+              : describeFieldErrors(outcome.errors)
             : null,
     ),
   );

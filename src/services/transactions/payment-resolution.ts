@@ -6,7 +6,7 @@
 import type { Caller, Env } from '../../env';
 import { mapWithConcurrency } from '../../lib/concurrency';
 import { randomId } from '../../lib/crypto';
-import { isExpired, parseExpiry, type Expiry } from '../../lib/expiry';
+import { checkExpiration, type Expiry } from '../../lib/expiry';
 import type { Clock } from '../../lib/time';
 import type { RowError, TransactionContext, TransactionInput, TransactionRequest } from '../../schemas/transaction-columns';
 import type { ProcessorRecord } from '../../storage/processors';
@@ -283,11 +283,12 @@ export class Resolver {
         customer,
       };
     }
-    const expiry = parseExpiry(method.expiration);
-    if (expiry === null || isExpired(expiry, this.#now)) {
+    const expiration = checkExpiration(method.expiration, this.#now);
+    if (!expiration.ok) {
       errors.push({ field: 'customer_id', msg: "the customer's card has expired; update the vault" });
       return null;
     }
+    const expiry = expiration.expiry;
     const amex = isAmex(method.number);
     if (source.cvc !== null && source.cvc.length !== (amex ? 4 : 3)) {
       const msg = amex ? 'must be 4 digits for an American Express card' : 'must be 3 digits for this card';

@@ -4,6 +4,7 @@
  * absent values null. Card numbers appear only masked; CVCs never.
  */
 import { formatExpiry, parseExpiry, type Expiry } from '../../lib/expiry';
+import { describeFieldErrors } from '../../lib/field-errors';
 import { containsCardNumber } from '../../lib/luhn';
 import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
 import type { RowError, TransactionContext, TransactionInput, TransactionRecord } from '../../schemas/transaction-columns';
@@ -191,10 +192,6 @@ export function processedRecord(p: ProcessedTransaction): TransactionRecord {
   return record;
 }
 
-export function describeErrors(errors: RowError[]): string {
-  return errors.map((e) => `${e.field}: ${e.msg}`).join('; ');
-}
-
 /** A refused row's value shown back in its result line, unless it holds a card number. */
 function echo(value: string): string | null {
   return containsCardNumber(value) ? null : value;
@@ -243,7 +240,7 @@ export function invalidRecord(
     masked_account:
       /^[0-9]{12,19}$/.test(digits) ? maskCardNumber(digits) : /^[0-9]{4,17}$/.test(achDigits) ? maskAccountNumber(achDigits) : null,
     expiration: expiry ? formatExpiry(expiry) : null,
-    processor_response_text: describeErrors(errors),
+    processor_response_text: describeFieldErrors(errors),
   } satisfies Partial<TransactionRecord>);
   for (const column of CONTACT_COLUMNS) {
     const value = input[column];

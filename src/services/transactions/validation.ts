@@ -5,15 +5,18 @@
  * column may hold a card number.
  */
 import { isValidRoutingNumber } from '../../lib/aba';
-import { isExpired, parseExpiry, type Expiry } from '../../lib/expiry';
+import { checkExpiration, type Expiry } from '../../lib/expiry';
 import { containsCardNumber, passesLuhn } from '../../lib/luhn';
 import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../../schemas/transaction-columns';
 import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../../schemas/vault';
 
 export const TRANSACTION_TYPES = ['sale', 'authorize', 'credit'] as const;
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
-export type AchAccountType = 'checking' | 'savings';
-export type SecCode = 'WEB' | 'CCD' | 'PPD';
+const ACH_ACCOUNT_TYPES = ['checking', 'savings'] as const;
+export type AchAccountType = (typeof ACH_ACCOUNT_TYPES)[number];
+const SEC_CODES = ['WEB', 'CCD', 'PPD'] as const;
+export type SecCode = (typeof SEC_CODES)[number];
+const PAYMENT_METHOD_TYPES = ['card', 'ach'] as const;
 
 export type PaymentSource =
   | { kind: 'card'; number: string; expiry: Expiry; cvc: string | null }
@@ -116,10 +119,8 @@ export function validateTransaction(input: TransactionInput, now: Date): Validat
     errors.push({ field, msg });
   };
 
-  const typeText = input.transaction_type?.toLowerCase();
-  const type = TRANSACTION_TYPES.find((t) => t === typeText);
-  if (input.transaction_type === undefined) fail('transaction_type', 'is required');
-  else if (!type) fail('transaction_type', 'must be sale, authorize or credit');
+  const type = enumField(input, 'transaction_type', TRANSACTION_TYPES, fail);
+  if (type === null) fail('transaction_type', 'is required');
 
   const source = validatePaymentSource(input, now, fail);
   if (source?.kind === 'ach' && type === 'authorize') {
@@ -261,13 +262,9 @@ function validatePaymentSource(input: TransactionInput, now: Date, fail: Fail): 
     fail('payment_method_id', 'must be 1 to 64 letters, digits or underscores');
     ok = false;
   }
-  const typeText = input.payment_method_type?.toLowerCase();
-  const methodType = typeText === 'card' || typeText === 'ach' ? typeText : null;
-  if (input.payment_method_type !== undefined && methodType === null) {
-    fail('payment_method_type', 'must be card or ach');
-    ok = false;
-  }
-  return ok && cvc !== false
+  const methodType = enumField(input, 'payment_method_type', PAYMENT_METHOD_TYPES, fail);
+  if (methodType === false) ok = false;
+  return ok && cvc !== false && methodType !== false
     ? { kind: 'vault', customerId, paymentMethodId: methodId, paymentMethodType: methodType, cvc }
     : null;
 }
@@ -307,18 +304,12 @@ function validateCard(input: TransactionInput, cvc: string | null | false, now: 
     ok = false;
   }
 
-  const expiry = input.cc_expiration === undefined ? null : parseExpiry(input.cc_expiration);
-  if (input.cc_expiration === undefined) {
-    fail('cc_expiration', 'is required with cc_number');
-    ok = false;
-  } else if (expiry === null) {
-    fail('cc_expiration', 'must be MM/YY, MMYY or MM/YYYY');
-    ok = false;
-  } else if (isExpired(expiry, now)) {
-    fail('cc_expiration', 'the card has expired');
-    ok = false;
+  const expiration = input.cc_expiration === undefined ? null : checkExpiration(input.cc_expiration, now);
+  if (expiration === null) fail('cc_expiration', 'is required with cc_number');
+  else if (!expiration.ok) {
+    fail('cc_expiration', expiration.problem === 'malformed' ? 'must be MM/YY, MMYY or MM/YYYY' : 'the card has expired');
   }
-  return ok && expiry !== null && cvc !== false ? { kind: 'card', number, expiry, cvc } : null;
+  return ok && expiration?.ok && cvc !== false ? { kind: 'card', number, expiry: expiration.expiry, cvc } : null;
 }
 
 function validateAch(input: TransactionInput, fail: Fail): PaymentSource | null {
@@ -336,17 +327,20 @@ function validateAch(input: TransactionInput, fail: Fail): PaymentSource | null 
     fail('ach_routing_number', 'must be a 9-digit ABA routing number with a valid check digit');
     ok = false;
   }
-  const accountTypeText = input.ach_account_type?.toLowerCase();
-  const accountType = accountTypeText === 'checking' || accountTypeText === 'savings' ? accountTypeText : null;
-  if (input.ach_account_type !== undefined && accountType === null) {
-    fail('ach_account_type', 'must be checking or savings');
-    ok = false;
-  }
-  const secText = input.ach_sec_code?.toUpperCase();
-  const secCode = secText === 'WEB' || secText === 'CCD' || secText === 'PPD' ? secText : null;
-  if (input.ach_sec_code !== undefined && secCode === null) {
-    fail('ach_sec_code', 'must be WEB, CCD or PPD');
-    ok = false;
-  }
+  const accountType = enumField(input, 'ach_account_type', ACH_ACCOUNT_TYPES, fail);
+  const secCode = enumField(input, 'ach_sec_code', SEC_CODES, fail);
   return ok && accountType && secCode ? { kind: 'ach', accountNumber, routingNumber, accountType, secCode } : null;
+}
+
+/**
+ * A column that takes one of a few words, in any letter case: the word (in the case listed),
+ * null when the column is absent, false (after `fail`) when it is something else.
+ */
+function enumField<T extends string>(input: TransactionInput, field: InputColumn, allowed: readonly T[], fail: Fail): T | null | false {
+  const value = input[field];
+  if (value === undefined) return null;
+  const found = allowed.find((word) => word.toLowerCase() === value.toLowerCase());
+  if (found !== undefined) return found;
+  fail(field, `must be ${allowed.slice(0, -1).join(', ')} or ${allowed.at(-1)}`);
+  return false;
 }

@@ -6,7 +6,7 @@
 import type { Env } from '../../env';
 import { seal } from '../../lib/card-crypto';
 import { randomId } from '../../lib/crypto';
-import { formatExpiry, isExpired, parseExpiry } from '../../lib/expiry';
+import { checkExpiration, formatExpiry } from '../../lib/expiry';
 import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, PaymentMethodInput } from '../../schemas/vault';
@@ -113,11 +113,12 @@ async function buildCard(
     number = token.card.number;
     expiration ??= token.card.expiration; // the token's CVC is deliberately left behind
   }
-  const expiry = expiration === undefined ? null : parseExpiry(expiration);
-  if (number === undefined || expiry === null) {
+  const checked = expiration === undefined ? null : checkExpiration(expiration, now);
+  if (number === undefined || checked === null || (!checked.ok && checked.problem === 'malformed')) {
     return { ok: false, reason: 'invalid', msg: `${field}.expiration: is required` };
   }
-  if (isExpired(expiry, now)) return { ok: false, reason: 'invalid', msg: `${field}.expiration: card has expired` };
+  if (!checked.ok) return { ok: false, reason: 'invalid', msg: `${field}.expiration: card has expired` };
+  const expiry = checked.expiry;
   return {
     ok: true,
     record: {
