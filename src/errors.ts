@@ -57,7 +57,7 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
   }
 }
 
-/** SPEC.md's envelope, failed form. A validation error may add the failing fields. */
+/** The envelope, failed form. A validation error may add the failing fields. */
 export interface FailedEnvelope {
   status: 'failed';
   msg: string;
@@ -70,7 +70,7 @@ export function failed(msg: string, errors?: FieldError[]): FailedEnvelope {
   return errors && errors.length > 0 ? { status: 'failed', msg, data: null, errors } : { status: 'failed', msg, data: null };
 }
 
-/** SPEC.md's envelope, success form. */
+/** The envelope, success form. */
 export function success<T>(data: T): { status: 'success'; msg: 'success'; data: T } {
   return { status: 'success', msg: 'success', data };
 }

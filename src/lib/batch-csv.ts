@@ -1,5 +1,5 @@
 /**
- * The batch CSV format of SPEC.md, at the byte level: every field wrapped in double quotes with no
+ * The batch CSV format (docs/batch.md), at the byte level: every field wrapped in double quotes with no
  * quote inside, fields separated by commas, rows ended by "\n" ("\r\n" accepted), a UTF-8 BOM
  * tolerated. Because the format is this strict, a general CSV parser buys nothing and costs what we
  * need most: a scanner over raw bytes knows the byte offset of every row (chunk boundaries for R2

@@ -14,7 +14,7 @@ export function credentialFrom(header: string | undefined): string | null {
 
 /**
  * Requires an API key of one of `types`. Missing, unknown and revoked keys are all 401;
- * a valid key of the wrong type is 401 too (SPEC.md: "the public key must not be used").
+ * a valid key of the wrong type is 401 too (the contract: "the public key must not be used").
  */
 export function requireKey(...types: KeyType[]) {
   return createMiddleware<AppEnv>(async (c, next) => {

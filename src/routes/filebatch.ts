@@ -1,4 +1,4 @@
-/** Batch files (SPEC.md "POST /api/filebatch" and the two GETs), plus listing. Secret key only. */
+/** Batch files (upload, status, download), plus listing. Secret key only. */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';

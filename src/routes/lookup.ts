@@ -1,4 +1,4 @@
-/** POST /api/lookup/bin/protected (SPEC.md): card metadata for a BIN, temp token or vault card. */
+/** POST /api/lookup/bin/protected: card metadata for a BIN, temp token or vault card. */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { systemClock } from '../lib/time';

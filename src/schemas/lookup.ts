@@ -1,4 +1,4 @@
-/** zod schemas of the BIN lookup request (SPEC.md "BIN lookup request body") and the surcharge rules. */
+/** zod schemas of the BIN lookup request and the surcharge rules. */
 import { z } from 'zod';
 import { TEMP_TOKEN_PATTERN } from './tokenizer';
 import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from './vault';

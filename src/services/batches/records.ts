@@ -6,7 +6,7 @@ import type { Env } from '../../env';
 import { findMerchantBatch, listMerchantBatches, type BatchRow, type BatchStatus } from '../../storage/batches';
 import type { BatchSnapshot } from './state';
 
-/** The batch record as the status operation answers it (SPEC.md), plus the reason of a failure. */
+/** The batch record as the status operation answers it, plus the reason of a failure. */
 export interface BatchRecord {
   id: string;
   user_id: string;

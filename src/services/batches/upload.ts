@@ -1,6 +1,6 @@
 /**
- * Batch upload: the file is streamed into R2 while its structure is checked (DESIGN.md "Batch
- * pipeline"); an accepted file becomes a batch through the lifecycle.
+ * Batch upload: the file is streamed into R2 while its structure is checked (docs/batch.md);
+ * an accepted file becomes a batch through the lifecycle.
  */
 import type { Caller, Env } from '../../env';
 import { randomId } from '../../lib/crypto';
@@ -18,7 +18,7 @@ export const MAX_ROW_BYTES = 64 * 1024;
 
 const KNOWN_COLUMNS: ReadonlySet<string> = new Set(INPUT_COLUMNS);
 
-/** SPEC.md's header rules: known, non-duplicate names; transaction_type; amount or base_amount. */
+/** The batch file's header rules: known, non-duplicate names; transaction_type; amount or base_amount. */
 export function checkHeader(columns: string[]): string | null {
   const seen = new Set<string>();
   for (const [index, name] of columns.entries()) {
@@ -32,7 +32,7 @@ export function checkHeader(columns: string[]): string | null {
   return null;
 }
 
-/** The batch record as the upload answers it (SPEC.md: inside `data`). */
+/** The batch record as the upload answers it (inside the envelope's `data`). */
 export interface UploadedBatch {
   id: string;
   file_name: string;

@@ -1,11 +1,11 @@
-/** The whole BIN lookup of SPEC.md: request → card → metadata (+ surchargeability) → response body. */
+/** The whole BIN lookup: request → card → metadata (+ surchargeability) → response body. */
 import type { Caller, Env } from '../../env';
 import type { BinLookupRequest } from '../../schemas/lookup';
 import { lookupCard } from './card-metadata';
 import { resolveCardSource, type CardSource } from './card-source';
 import { isSurchargeable } from './surcharge';
 
-/** SPEC.md's response object; fields that are unknown are absent. */
+/** The lookup response object; fields that are unknown are absent. */
 export interface BinLookupResponse {
   bin?: string;
   card_brand?: string;
@@ -44,7 +44,7 @@ export async function answerBinLookup(env: Env, caller: Caller, request: BinLook
   if (metadata.matched_length === 0) {
     return { bin: metadata.bin, ...(metadata.card_brand && { card_brand: metadata.card_brand }), ...regionAnswer };
   }
-  // SPEC.md's fields in its order; matched_length, prepaid, commercial, currency stay internal.
+  // The contract.s fields in its order; matched_length, prepaid, commercial, currency stay internal.
   return {
     bin: metadata.bin,
     ...(metadata.card_brand && { card_brand: metadata.card_brand }),
