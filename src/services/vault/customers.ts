@@ -118,41 +118,45 @@ async function buildCard(
     return { ok: false, reason: 'invalid', msg: `${field}.expiration: is required` };
   }
   if (!checked.ok) return { ok: false, reason: 'invalid', msg: `${field}.expiration: card has expired` };
-  const expiry = checked.expiry;
-  return {
-    ok: true,
-    record: {
-      merchant_id: merchantId,
-      id: randomId(20),
-      customer_id: customerId,
-      type: 'card',
-      sealed_number: await seal(env.CARD_DATA_KEY, number, merchantId),
-      masked: maskCardNumber(number),
-      expiration: formatExpiry(expiry),
-      routing_number: null,
-      account_type: null,
-      sec_code: null,
-      created_at: isoTimestamp(now),
-    },
-  };
+  const record = await sealedMethod(env, merchantId, customerId, number, now, {
+    type: 'card',
+    masked: maskCardNumber(number),
+    expiration: formatExpiry(checked.expiry),
+    routing_number: null,
+    account_type: null,
+    sec_code: null,
+  });
+  return { ok: true, record };
 }
 
 async function buildAch(env: Env, merchantId: string, customerId: string, ach: AchInput, now: Date): Promise<Built> {
+  const record = await sealedMethod(env, merchantId, customerId, ach.account_number, now, {
+    type: 'ach',
+    masked: maskAccountNumber(ach.account_number),
+    expiration: null,
+    routing_number: ach.routing_number,
+    account_type: ach.account_type,
+    sec_code: ach.sec_code,
+  });
+  return { ok: true, record };
+}
+
+/** A new payment method row: the number sealed under the merchant, only its masked form in clear. */
+async function sealedMethod(
+  env: Env,
+  merchantId: string,
+  customerId: string,
+  number: string,
+  now: Date,
+  fields: Pick<PaymentMethodRecord, 'type' | 'masked' | 'expiration' | 'routing_number' | 'account_type' | 'sec_code'>,
+): Promise<PaymentMethodRecord> {
   return {
-    ok: true,
-    record: {
-      merchant_id: merchantId,
-      id: randomId(20),
-      customer_id: customerId,
-      type: 'ach',
-      sealed_number: await seal(env.CARD_DATA_KEY, ach.account_number, merchantId),
-      masked: maskAccountNumber(ach.account_number),
-      expiration: null,
-      routing_number: ach.routing_number,
-      account_type: ach.account_type,
-      sec_code: ach.sec_code,
-      created_at: isoTimestamp(now),
-    },
+    merchant_id: merchantId,
+    id: randomId(20),
+    customer_id: customerId,
+    sealed_number: await seal(env.CARD_DATA_KEY, number, merchantId),
+    created_at: isoTimestamp(now),
+    ...fields,
   };
 }
 
