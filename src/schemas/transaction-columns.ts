@@ -5,6 +5,9 @@
 
 import type { FieldError } from '../lib/field-errors';
 
+/** Columns that hold an amount in minor units. */
+export const AMOUNT_COLUMNS = ['amount', 'base_amount', 'surcharge', 'shipping_amount', 'tax_amount', 'discount_amount'] as const;
+
 /** Columns a batch CSV (and the JSON body of POST /api/transaction) may carry. */
 export const INPUT_COLUMNS = [
   'transaction_type',
@@ -18,12 +21,7 @@ export const INPUT_COLUMNS = [
   'customer_id',
   'payment_method_type',
   'payment_method_id',
-  'amount',
-  'base_amount',
-  'surcharge',
-  'shipping_amount',
-  'tax_amount',
-  'discount_amount',
+  ...AMOUNT_COLUMNS,
   'surcharge_exempt',
   'order_id',
   'description',

@@ -6,16 +6,9 @@
  */
 import { z } from 'zod';
 import { containsCardNumber } from '../lib/luhn';
-import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction-columns';
+import { AMOUNT_COLUMNS, INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction-columns';
 
-const AMOUNT_COLUMNS = new Set<InputColumn>([
-  'amount',
-  'base_amount',
-  'surcharge',
-  'shipping_amount',
-  'tax_amount',
-  'discount_amount',
-]);
+const AMOUNT_COLUMN_SET: ReadonlySet<InputColumn> = new Set(AMOUNT_COLUMNS);
 const BOOLEAN_COLUMNS = new Set<InputColumn>(['surcharge_exempt', 'tax_exempt', 'email_receipt']);
 
 const text = z.string('must be a string').max(1_000, 'must be at most 1000 characters').nullable().optional();
@@ -26,7 +19,7 @@ const amount = z
 const flag = z.union([z.boolean(), z.string()], 'must be true or false').nullable().optional();
 
 const shape = Object.fromEntries(
-  INPUT_COLUMNS.map((column) => [column, AMOUNT_COLUMNS.has(column) ? amount : BOOLEAN_COLUMNS.has(column) ? flag : text]),
+  INPUT_COLUMNS.map((column) => [column, AMOUNT_COLUMN_SET.has(column) ? amount : BOOLEAN_COLUMNS.has(column) ? flag : text]),
 ) as Record<InputColumn, typeof text | typeof amount | typeof flag>;
 
 export const transactionBodySchema = z.strictObject(shape).transform((body): TransactionInput => {
