@@ -13,21 +13,20 @@ import { createTempToken } from '../services/tokens';
 /** The TOKENIZER_RATE_LIMITER window in wrangler.toml (`period`). */
 const TOKENIZER_RATE_PERIOD_SECONDS = 60;
 
-export const tokenizer = new Hono<AppEnv>();
-
-tokenizer.post(
-  '/token',
-  requireAnyKey,
-  // Tokenizing is where card testers try numbers: limited per key before any other work.
-  rateLimitPerKey((env) => env.TOKENIZER_RATE_LIMITER, TOKENIZER_RATE_PERIOD_SECONDS),
-  validate('json', tokenCreateSchema),
-  async (c) => {
-    const body = c.req.valid('json');
-    const now = systemClock();
-    const expiry = parseExpiry(body.cc_expiration);
-    if (expiry === null || isExpired(expiry, now)) throw new AppError('bad_request', 'cc_expiration: card has expired');
-    const card = { number: body.cc_number, expiration: body.cc_expiration, ...(body.cc_cvc ? { cvc: body.cc_cvc } : {}) };
-    const token = await createTempToken(c.env, c.get('caller').merchantId, card, now);
-    return c.json(success(token), 201);
-  },
-);
+export const tokenizer = new Hono<AppEnv>()
+  .post(
+    '/token',
+    requireAnyKey,
+    // Tokenizing is where card testers try numbers: limited per key before any other work.
+    rateLimitPerKey((env) => env.TOKENIZER_RATE_LIMITER, TOKENIZER_RATE_PERIOD_SECONDS),
+    validate('json', tokenCreateSchema),
+    async (c) => {
+      const body = c.req.valid('json');
+      const now = systemClock();
+      const expiry = parseExpiry(body.cc_expiration);
+      if (expiry === null || isExpired(expiry, now)) throw new AppError('bad_request', 'cc_expiration: card has expired');
+      const card = { number: body.cc_number, expiration: body.cc_expiration, ...(body.cc_cvc ? { cvc: body.cc_cvc } : {}) };
+      const token = await createTempToken(c.env, c.get('caller').merchantId, card, now);
+      return c.json(success(token), 201);
+    },
+  );

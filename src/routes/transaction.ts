@@ -15,41 +15,38 @@ import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchem
 import { getTransaction, processTransactions } from '../services/transactions/engine';
 import { describeErrors } from '../services/transactions/records';
 
-export const transaction = new Hono<AppEnv>();
-
-transaction.use(requireSecretKey);
-
 /** The period of TRANSACTION_RATE_LIMITER in wrangler.toml. */
 const TRANSACTION_RATE_PERIOD_SECONDS = 60;
 
-transaction.post(
-  '/',
-  // Card testers run stolen numbers through single charges: limited per key before any other work.
-  rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
-  validate('header', idempotencyHeaderSchema),
-  validate('json', transactionBodySchema),
-  async (c) => {
-    const sentKey = c.req.valid('header')['idempotency-key'];
-    const [outcome] = await processTransactions(
-      c.env,
-      c.get('caller'),
-      // Without a key, a generated one is recorded: the request is simply not retry-safe.
-      [{ input: c.req.valid('json'), idempotencyKey: sentKey ?? randomId(24, 'auto_') }],
-      { source: 'api', ipAddress: c.req.header('CF-Connecting-IP') ?? null },
-      systemClock,
-    );
-    if (!outcome) throw new Error('transaction engine answered no outcome');
-    if (!outcome.ok) {
-      const code = outcome.reason === 'idempotency_conflict' ? 'conflict' : 'bad_request';
-      throw new AppError(code, describeErrors(outcome.errors), outcome.errors);
-    }
-    if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
-    return c.json(success(outcome.record), outcome.replayed ? 200 : 201);
-  },
-);
-
-transaction.get('/:id', validate('param', transactionIdParamSchema), async (c) => {
-  const record = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id);
-  if (!record) throw new AppError('not_found', 'transaction not found');
-  return c.json(success(record));
-});
+export const transaction = new Hono<AppEnv>()
+  .use(requireSecretKey)
+  .post(
+    '/',
+    // Card testers run stolen numbers through single charges: limited per key before any other work.
+    rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
+    validate('header', idempotencyHeaderSchema),
+    validate('json', transactionBodySchema),
+    async (c) => {
+      const sentKey = c.req.valid('header')['idempotency-key'];
+      const [outcome] = await processTransactions(
+        c.env,
+        c.get('caller'),
+        // Without a key, a generated one is recorded: the request is simply not retry-safe.
+        [{ input: c.req.valid('json'), idempotencyKey: sentKey ?? randomId(24, 'auto_') }],
+        { source: 'api', ipAddress: c.req.header('CF-Connecting-IP') ?? null },
+        systemClock,
+      );
+      if (!outcome) throw new Error('transaction engine answered no outcome');
+      if (!outcome.ok) {
+        const code = outcome.reason === 'idempotency_conflict' ? 'conflict' : 'bad_request';
+        throw new AppError(code, describeErrors(outcome.errors), outcome.errors);
+      }
+      if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
+      return c.json(success(outcome.record), outcome.replayed ? 200 : 201);
+    },
+  )
+  .get('/:id', validate('param', transactionIdParamSchema), async (c) => {
+    const record = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id);
+    if (!record) throw new AppError('not_found', 'transaction not found');
+    return c.json(success(record));
+  });
