@@ -40,7 +40,9 @@ export function shellCommands(markdown) {
     }
     const trimmed = line.trim();
     if (trimmed === '') {
+      // An answer belongs to the command right above it, never across a blank line.
       inAnswer = false;
+      lastCommand = null;
       continue;
     }
     if (trimmed.startsWith('#')) {

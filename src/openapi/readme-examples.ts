@@ -35,16 +35,16 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"type\": \"secret\"}",
-    "source": "curl -s -X POST http://localhost:8787/admin/merchants/demo0000000000000000/keys \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' -d '{\"type\": \"secret\"}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"key_…\",\"type\":\"secret\",\"key\":\"api_…\"}}",
+    "source": "KEY_ID=$(curl -s -X POST http://localhost:8787/admin/merchants/demo0000000000000000/keys \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' -d '{\"type\": \"secret\"}' \\\n  | sed -E 's/.*\"id\":\"(key_[a-z0-9]+)\".*/\\1/')\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"key_…\",\"type\":\"secret\",\"key\":\"api_…\"}}",
     "section": "Admin API (operators)"
   },
   {
     "method": "DELETE",
-    "path": "/admin/keys/<key",
+    "path": "/admin/keys/$KEY_ID",
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -o /dev/null -w '%{http_code}\\n' -X DELETE http://localhost:8787/admin/keys/<key id> \\\n  -H \"Authorization: $ADMIN_TOKEN\"\n# → 204",
+    "source": "curl -s -X DELETE http://localhost:8787/admin/keys/$KEY_ID -H \"Authorization: $ADMIN_TOKEN\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"key_…\",\"deleted\":true}}",
     "section": "Admin API (operators)"
   },
   {
@@ -62,7 +62,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"bin\": \"411111\", \"country\": \"US\", \"state\": \"TX\"}",
-    "source": "curl -s -X POST http://localhost:8787/api/lookup/bin/protected \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"bin\": \"411111\", \"country\": \"US\", \"state\": \"TX\"}'\n# → {\"bin\":\"411111\",\"card_brand\":\"visa\",\"issuing_bank\":\"Sample Test Bank\",\"card_type\":\"credit\",\"card_level_generic\":\"classic\",\"country\":\"US\",\"is_surchargeable\":true,\"payment_method_type\":\"card\"}",
+    "source": "curl -s -X POST http://localhost:8787/api/lookup/bin/protected \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"bin\": \"411111\", \"country\": \"US\", \"state\": \"TX\"}'\n# → {\"bin\":\"411111\",\"card_brand\":\"visa\",\"issuing_bank\":\"Sample Test Bank\",\"card_type\":\"credit\",\"card_level_generic\":\"classic\",\"country\":\"US\",\"is_surchargeable\":true,\"payment_method_type\":\"card\",\"is_prepaid\":false,\"is_commercial\":false,\"issuer_currency\":\"USD\"}",
     "section": "BIN lookup"
   },
   {
@@ -188,7 +188,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"customer_id\": \"cust001\", \"country\": \"US\", \"state\": \"TX\"}",
-    "source": "curl -s -X POST http://localhost:8787/api/lookup/bin/protected \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"customer_id\": \"cust001\", \"country\": \"US\", \"state\": \"TX\"}'\n# → {... \"is_surchargeable\": false ...}: the customer is surcharge-exempt",
+    "source": "curl -s -X POST http://localhost:8787/api/lookup/bin/protected \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"customer_id\": \"cust001\", \"country\": \"US\", \"state\": \"TX\"}'\n# → {\"bin\":\"411111\",…,\"is_surchargeable\":false,…}   (the customer is surcharge-exempt)",
     "section": "Temp tokens and the customer vault"
   },
   {
@@ -197,7 +197,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -X DELETE http://localhost:8787/api/vault/customer/cust001 -H \"Authorization: $SECRET\"",
+    "source": "curl -s -X DELETE http://localhost:8787/api/vault/customer/cust001 -H \"Authorization: $SECRET\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"cust001\",\"deleted\":true}}",
     "section": "Temp tokens and the customer vault"
   },
   {
@@ -206,7 +206,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"cc_cvc\": \"123\", \"amount\": 1250, \"tax_amount\": 100, \"order_id\": \"ORD1001\",\n       \"billing_postal_code\": \"10001\", \"billing_country\": \"US\", \"billing_state\": \"NY\"}",
-    "source": "curl -s -X POST http://localhost:8787/api/transaction \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H \"Idempotency-Key: order-$RANDOM\" \\\n  -d '{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"cc_cvc\": \"123\", \"amount\": 1250, \"tax_amount\": 100, \"order_id\": \"ORD1001\",\n       \"billing_postal_code\": \"10001\", \"billing_country\": \"US\", \"billing_state\": \"NY\"}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_…\",\"type\":\"sale\",\"amount\":1250,\"response\":\"approved\",\"response_code\":100,\"status\":\"pending_settlement\",\"masked_account\":\"411111******1111\",\"auth_code\":\"…\",\"avs_response_code\":\"Y\",\"cvv_response_code\":\"M\",…}}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H \"Idempotency-Key: order-$RANDOM\" \\\n  -d '{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"cc_cvc\": \"123\", \"amount\": 1250, \"tax_amount\": 100, \"order_id\": \"ORD1001\",\n       \"billing_postal_code\": \"10001\", \"billing_country\": \"US\", \"billing_state\": \"NY\"}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_…\",…,\"type\":\"sale\",…,\"amount\":1250,…,\"response\":\"approved\",\"response_code\":100,\"status\":\"pending_settlement\",…,\"masked_account\":\"411111******1111\",…,\"auth_code\":\"…\",…,\"avs_response_code\":\"Y\",\"cvv_response_code\":\"M\"}}",
     "section": "Transactions"
   },
   {
@@ -224,7 +224,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s http://localhost:8787/api/transaction/$TXN -H \"Authorization: $SECRET\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_…\",\"response\":\"declined\",\"response_code\":201,…}}\n# → amount 10300, service_fee 300",
+    "source": "curl -s http://localhost:8787/api/transaction/$TXN -H \"Authorization: $SECRET\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_…\",\"response\":\"declined\",\"response_code\":201,…}}",
     "section": "Transactions"
   },
   {
@@ -233,7 +233,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"base_amount\": 10000, \"billing_country\": \"US\", \"billing_state\": \"NY\"}",
-    "source": "curl -s -X POST http://localhost:8787/api/transaction \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"base_amount\": 10000, \"billing_country\": \"US\", \"billing_state\": \"NY\"}'",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"base_amount\": 10000, \"billing_country\": \"US\", \"billing_state\": \"NY\"}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{…,\"amount\":10300,…,\"service_fee\":300,…}}",
     "section": "Transactions"
   },
   {

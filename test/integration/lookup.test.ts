@@ -224,7 +224,5 @@ describe('rate limit', () => {
     });
     // Another key of the same service is not affected.
     expect((await lookupBin(merchant.secretKey, { bin: '411111' })).status).toBe(200);
-    // Spending 1,200 calls of the binding takes a few seconds in the pool (more with the static
-    // assets router of the docs page in front of the Worker).
-  }, 20_000);
+  });
 });
