@@ -94,7 +94,7 @@ try {
       failures++;
       console.log(`✗ ${shown}\n  ${problem}`);
     } else {
-      console.log(`✓ ${shown}`);
+      console.log(`✓ ${shown}${step.command.expected.length > 0 ? '   (answer as the README shows)' : ''}`);
     }
   }
   if (run.stderr.trim()) console.log(`\nstderr of the commands:\n${run.stderr.trim().slice(0, 4000)}`);

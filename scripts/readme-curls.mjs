@@ -206,10 +206,10 @@ export function curlExamples(markdown) {
         form = true;
         i++;
       } else if (arg === '-o' || arg === '-w') i++;
-      else if (/^https?:\/\//.test(arg)) url = arg;
+      else if (/^(https?:\/\/|\$[A-Z_]+\/)/.test(arg)) url = arg;
     }
     if (url === null) continue;
-    const parsed = /^https?:\/\/[^/]+(\/[^?#]*)(\?[^#]*)?/.exec(url);
+    const parsed = /^(?:https?:\/\/[^/]+|\$[A-Z_]+)(\/[^?#]*)(\?[^#]*)?/.exec(url);
     if (!parsed || parsed[1].startsWith('/cdn-cgi/')) continue;
     method ??= body !== null || form ? 'POST' : 'GET';
     examples.push({

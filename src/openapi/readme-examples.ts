@@ -298,5 +298,23 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "body": null,
     "source": "curl -s -H \"Authorization: $SECRET\" \"http://localhost:8787/api/filebatch?limit=10&offset=0\"",
     "section": "Batch files"
+  },
+  {
+    "method": "POST",
+    "path": "/admin/merchants",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"name\": \"My Shop\", \"enhanced_bin_lookup\": false, \"surcharge_rate_bps\": 300}",
+    "source": "curl -s -X POST $PROD/admin/merchants \\\n  -H \"Authorization: $PROD_ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"name\": \"My Shop\", \"enhanced_bin_lookup\": false, \"surcharge_rate_bps\": 300}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"…\",\"secret_key\":\"api_…\",\"public_key\":\"pub_…\",…}}",
+    "section": "Deploy to Cloudflare"
+  },
+  {
+    "method": "GET",
+    "path": "/healthz",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s $PROD/healthz",
+    "section": "Deploy to Cloudflare"
   }
 ];

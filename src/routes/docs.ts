@@ -10,7 +10,7 @@ import { openApiDocument } from '../openapi/document';
 export const DOCS_CSP = [
   "default-src 'none'",
   "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
+  "style-src 'self'",
   "img-src 'self' data:",
   "font-src 'self'",
   "connect-src 'self'",

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { createExecutionContext, createScheduledController, runDurableObjectAlarm, waitOnExecutionContext } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Env } from '../../src/env';
 import worker from '../../src/index';
 import { call, createMerchant } from '../helpers/api';
@@ -125,5 +125,7 @@ describe('stall watchdog', () => {
       failureReason: 'no progress for 10 minutes, even after re-enqueueing the missing chunks',
     });
     expect(await runDurableObjectAlarm(stub)).toBe(false); // nothing left scheduled
+    // The re-enqueued chunk reaches the consumer, which skips it: no such batch in D1.
+    await vi.waitFor(() => expect(logs.events()).toContain('chunk_skipped'), { timeout: 10_000, interval: 10 });
   });
 });
