@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { copyDocsAssets } from './docs-assets.mjs';
 
 const require = createRequire(import.meta.url);
 /** wrangler's CLI entry, run with this same Node (22, from the `node` devDependency). */
@@ -96,6 +97,7 @@ export function sampleBinsSql(now = new Date().toISOString()) {
  */
 export async function seedLocalState({ persistTo, config, sampleBins = true, log = console.log } = {}) {
   const where = { persistTo, config };
+  copyDocsAssets(); // wrangler needs the static assets folder (public/) complete before it starts
   log('Applying schema.sql to the local D1...');
   executeLocalSql(readFileSync('schema.sql', 'utf8'), where);
   log(`Seeding the demo merchant (${DEMO.merchantId})...`);

@@ -6,6 +6,7 @@ import type { AppEnv } from './env';
 import { AppError, failed, handleError } from './errors';
 import { requireAdmin } from './middleware/auth';
 import { admin } from './routes/admin';
+import { docs } from './routes/docs';
 import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
 import { filebatch } from './routes/filebatch';
@@ -46,11 +47,17 @@ app.route('/admin', admin);
 app.route('/admin', adminBins);
 app.route('/admin', adminProcessors);
 
-app.route('/api/lookup', lookup);
-app.route('/api/tokenizer', tokenizer);
-app.route('/api/vault', vault);
-app.route('/api/transaction', transaction);
-app.route('/api/filebatch', filebatch);
+// Chained so that AppType carries every merchant route's input and output (src/client.ts).
+const api = app
+  .route('/', docs)
+  .route('/api/lookup', lookup)
+  .route('/api/tokenizer', tokenizer)
+  .route('/api/vault', vault)
+  .route('/api/transaction', transaction)
+  .route('/api/filebatch', filebatch);
+
+/** The merchant API's routes with their inputs and answers, for `hc` from `hono/client`. */
+export type AppType = typeof api;
 
 app.onError(handleError);
 app.notFound((c) => {

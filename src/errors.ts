@@ -2,8 +2,8 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from './env';
-import type { FieldError } from './lib/field-errors';
 import { redactDigits } from './lib/redact';
+import type { FailedEnvelope, FieldError, SuccessEnvelope } from './schemas/envelope';
 
 /** The closed list of error codes the service answers with. */
 export type ErrorCode =
@@ -18,7 +18,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'internal';
 
-export type { FieldError };
+export type { FailedEnvelope, FieldError };
 
 export class AppError extends Error {
   constructor(
@@ -57,21 +57,12 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
   }
 }
 
-/** The envelope, failed form. A validation error may add the failing fields. */
-export interface FailedEnvelope {
-  status: 'failed';
-  msg: string;
-  data: null;
-  errors?: FieldError[];
-  request_id?: string;
-}
-
 export function failed(msg: string, errors?: FieldError[]): FailedEnvelope {
   return errors && errors.length > 0 ? { status: 'failed', msg, data: null, errors } : { status: 'failed', msg, data: null };
 }
 
 /** The envelope, success form. */
-export function success<T>(data: T): { status: 'success'; msg: 'success'; data: T } {
+export function success<T>(data: T): SuccessEnvelope<T> {
   return { status: 'success', msg: 'success', data };
 }
 

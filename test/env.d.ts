@@ -2,5 +2,6 @@
 declare namespace Cloudflare {
   interface Env {
     TEST_SCHEMA?: string;
+    TEST_README?: string;
   }
 }

@@ -35,6 +35,8 @@ admin.post('/merchants/:id/keys', validate('param', idParamSchema), validate('js
 });
 
 admin.delete('/keys/:id', validate('param', idParamSchema), async (c) => {
-  if (!(await revokeKey(c.env, c.req.valid('param').id, systemClock))) throw new AppError('not_found', 'key not found');
-  return c.body(null, 204);
+  const { id } = c.req.valid('param');
+  if (!(await revokeKey(c.env, id, systemClock))) throw new AppError('not_found', 'key not found');
+  // Every DELETE answers 200 with { id, deleted: true } in the envelope (README "Conventions").
+  return c.json(success({ id, deleted: true }));
 });

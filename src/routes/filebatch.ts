@@ -1,5 +1,6 @@
 /** Batch files (upload, status, download), plus listing. Secret key only. */
 import { Hono } from 'hono';
+import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
 import { maskCardNumbersIn } from '../lib/mask';
@@ -13,11 +14,15 @@ import { getBatch, listBatches } from '../services/batches/records';
 import { openDownload } from '../services/batches/results';
 import { acceptUpload, type UploadSource } from '../services/batches/upload';
 
-export const filebatch = new Hono<AppEnv>();
+/**
+ * Declares the upload's form (one part named "file") to the typed client without reading it: the
+ * route streams the body itself, so no framework validator may parse it.
+ */
+const fileForm = createMiddleware<AppEnv, string, { in: { form: { file: Blob } } }>((_c, next) => next());
 
-filebatch.use(requireSecretKey);
-
-filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
+export const filebatch = new Hono<AppEnv>()
+  .use(requireSecretKey)
+  .post('/', validate('query', uploadQuerySchema), fileForm, async (c) => {
   const maxBytes = batchLimits(c.env).maxBytes;
   // Refuse a body that announces itself too large before reading it (a multipart wrapper adds a little).
   const announced = Number(c.req.header('Content-Length') ?? '0');
@@ -38,21 +43,18 @@ filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
   }
   if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
   return c.json(success(outcome.batch), 200);
-});
-
-filebatch.get('/', validate('query', listQuerySchema), async (c) => {
+  })
+  .get('/', validate('query', listQuerySchema), async (c) => {
   const { limit, offset } = c.req.valid('query');
   const { batches, total } = await listBatches(c.env, c.get('caller').merchantId, { limit, offset });
   return c.json({ ...success(batches), total_count: total, limit, offset });
-});
-
-filebatch.get('/:id', validate('param', batchIdParamSchema), async (c) => {
+  })
+  .get('/:id', validate('param', batchIdParamSchema), async (c) => {
   const batch = await getBatch(c.env, c.get('caller').merchantId, c.req.valid('param').id);
   if (!batch) throw new AppError('not_found', 'batch not found');
   return c.json(batch);
-});
-
-filebatch.get('/:id/download', validate('param', batchIdParamSchema), async (c) => {
+  })
+  .get('/:id/download', validate('param', batchIdParamSchema), async (c) => {
   const outcome = await openDownload(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
   if (!outcome.ok) {
     switch (outcome.reason) {
@@ -69,7 +71,7 @@ filebatch.get('/:id/download', validate('param', batchIdParamSchema), async (c) 
     'Content-Type': 'text/csv; charset=utf-8',
     'Content-Disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
   });
-});
+  });
 
 /** The uploaded file: the raw body (text/csv), or the form's part named "file" (multipart). */
 async function openUpload(

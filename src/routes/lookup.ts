@@ -11,9 +11,8 @@ import { answerBinLookup } from '../services/bin-lookup/answer';
 /** The period of LOOKUP_RATE_LIMITER in wrangler.toml: a client over the limit waits this long. */
 export const LOOKUP_RATE_PERIOD_SECONDS = 60;
 
-export const lookup = new Hono<AppEnv>();
-
-lookup.post(
+export const lookup = new Hono<AppEnv>()
+  .post(
   '/bin/protected',
   requireSecretKey,
   // BIN lookups are a card-testing reconnaissance step: limited per key, before validation, so
@@ -24,4 +23,4 @@ lookup.post(
     const body = await answerBinLookup(c.env, c.get('caller'), c.req.valid('json'), systemClock());
     return c.json(body);
   },
-);
+  );

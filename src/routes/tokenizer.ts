@@ -13,9 +13,8 @@ import { createTempToken } from '../services/tokens';
 /** The TOKENIZER_RATE_LIMITER window in wrangler.toml (`period`). */
 const TOKENIZER_RATE_PERIOD_SECONDS = 60;
 
-export const tokenizer = new Hono<AppEnv>();
-
-tokenizer.post(
+export const tokenizer = new Hono<AppEnv>()
+  .post(
   '/token',
   requireAnyKey,
   // Tokenizing is where card testers try numbers: limited per key before any other work.
@@ -29,4 +28,4 @@ tokenizer.post(
     const token = await createTempToken(c.env, c.get('caller').merchantId, card, now);
     return c.json(success(token), 201);
   },
-);
+  );

@@ -15,14 +15,12 @@ import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchem
 import { getTransaction, processTransactions } from '../services/transactions/engine';
 import { describeFieldErrors } from '../lib/field-errors';
 
-export const transaction = new Hono<AppEnv>();
-
-transaction.use(requireSecretKey);
-
 /** The period of TRANSACTION_RATE_LIMITER in wrangler.toml. */
 const TRANSACTION_RATE_PERIOD_SECONDS = 60;
 
-transaction.post(
+export const transaction = new Hono<AppEnv>()
+  .use(requireSecretKey)
+  .post(
   '/',
   // Card testers run stolen numbers through single charges: limited per key before any other work.
   rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
@@ -46,10 +44,9 @@ transaction.post(
     if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
     return c.json(success(outcome.record), outcome.replayed ? 200 : 201);
   },
-);
-
-transaction.get('/:id', validate('param', transactionIdParamSchema), async (c) => {
+  )
+  .get('/:id', validate('param', transactionIdParamSchema), async (c) => {
   const record = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id);
   if (!record) throw new AppError('not_found', 'transaction not found');
   return c.json(success(record));
-});
+  });

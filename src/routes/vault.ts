@@ -15,10 +15,6 @@ import {
   type VaultFailure,
 } from '../services/vault/customers';
 
-export const vault = new Hono<AppEnv>();
-
-vault.use('*', requireSecretKey);
-
 function raise(failure: VaultFailure): never {
   switch (failure.reason) {
     case 'invalid':
@@ -30,44 +26,41 @@ function raise(failure: VaultFailure): never {
   }
 }
 
-vault.post('/customer', validate('json', customerCreateSchema), async (c) => {
-  const result = await createCustomer(c.env, c.get('caller').merchantId, c.req.valid('json'), systemClock);
-  if (!result.ok) raise(result);
-  return c.json(success(result.customer), 201);
-});
-
-vault.get('/customer/:id', validate('param', customerParamSchema), async (c) => {
-  const { id } = c.req.valid('param');
-  const customer = await getCustomer(c.env, c.get('caller').merchantId, id);
-  if (!customer) throw new AppError('not_found', `customer ${id} not found`);
-  return c.json(success(customer));
-});
-
-vault.post('/customer/:id/card', validate('param', customerParamSchema), validate('json', cardSchema), async (c) => {
-  const { id } = c.req.valid('param');
-  const result = await addPaymentMethod(c.env, c.get('caller').merchantId, id, { card: c.req.valid('json') }, systemClock);
-  if (!result.ok) raise(result);
-  return c.json(success(result.method), 201);
-});
-
-vault.post('/customer/:id/ach', validate('param', customerParamSchema), validate('json', achSchema), async (c) => {
-  const { id } = c.req.valid('param');
-  const result = await addPaymentMethod(c.env, c.get('caller').merchantId, id, { ach: c.req.valid('json') }, systemClock);
-  if (!result.ok) raise(result);
-  return c.json(success(result.method), 201);
-});
-
-vault.patch('/customer/:id', validate('param', customerParamSchema), validate('json', customerPatchSchema), async (c) => {
-  const { id } = c.req.valid('param');
-  const result = await updateCustomer(c.env, c.get('caller').merchantId, id, c.req.valid('json'), systemClock);
-  if (!result.ok) raise(result);
-  return c.json(success(result.customer));
-});
-
-vault.delete('/customer/:id', validate('param', customerParamSchema), async (c) => {
-  const { id } = c.req.valid('param');
-  if (!(await deleteCustomer(c.env, c.get('caller').merchantId, id))) {
-    throw new AppError('not_found', `customer ${id} not found`);
-  }
-  return c.json(success({ id, deleted: true }));
-});
+export const vault = new Hono<AppEnv>()
+  .use('*', requireSecretKey)
+  .post('/customer', validate('json', customerCreateSchema), async (c) => {
+    const result = await createCustomer(c.env, c.get('caller').merchantId, c.req.valid('json'), systemClock);
+    if (!result.ok) raise(result);
+    return c.json(success(result.customer), 201);
+  })
+  .get('/customer/:id', validate('param', customerParamSchema), async (c) => {
+    const { id } = c.req.valid('param');
+    const customer = await getCustomer(c.env, c.get('caller').merchantId, id);
+    if (!customer) throw new AppError('not_found', `customer ${id} not found`);
+    return c.json(success(customer));
+  })
+  .post('/customer/:id/card', validate('param', customerParamSchema), validate('json', cardSchema), async (c) => {
+    const { id } = c.req.valid('param');
+    const result = await addPaymentMethod(c.env, c.get('caller').merchantId, id, { card: c.req.valid('json') }, systemClock);
+    if (!result.ok) raise(result);
+    return c.json(success(result.method), 201);
+  })
+  .post('/customer/:id/ach', validate('param', customerParamSchema), validate('json', achSchema), async (c) => {
+    const { id } = c.req.valid('param');
+    const result = await addPaymentMethod(c.env, c.get('caller').merchantId, id, { ach: c.req.valid('json') }, systemClock);
+    if (!result.ok) raise(result);
+    return c.json(success(result.method), 201);
+  })
+  .patch('/customer/:id', validate('param', customerParamSchema), validate('json', customerPatchSchema), async (c) => {
+    const { id } = c.req.valid('param');
+    const result = await updateCustomer(c.env, c.get('caller').merchantId, id, c.req.valid('json'), systemClock);
+    if (!result.ok) raise(result);
+    return c.json(success(result.customer));
+  })
+  .delete('/customer/:id', validate('param', customerParamSchema), async (c) => {
+    const { id } = c.req.valid('param');
+    if (!(await deleteCustomer(c.env, c.get('caller').merchantId, id))) {
+      throw new AppError('not_found', `customer ${id} not found`);
+    }
+    return c.json(success({ id, deleted: true }));
+  });

@@ -9,6 +9,7 @@ import { randomSecret } from '../lib/crypto';
 import { formatExpiry, parseExpiry } from '../lib/expiry';
 import { isoTimestamp } from '../lib/time';
 import { TEMP_TOKEN_PATTERN } from '../schemas/tokenizer';
+import type { TempToken } from '../schemas/tokenizer-response';
 import { getTempToken, putTempToken } from '../storage/temp-tokens';
 
 export const TEMP_TOKEN_TTL_SECONDS = 15 * 60;
@@ -30,7 +31,7 @@ export async function createTempToken(
   merchantId: string,
   card: TokenCard,
   now: Date,
-): Promise<{ temp_token: string; expires_at: string }> {
+): Promise<TempToken> {
   const token = 'tok_' + randomSecret(24);
   const expiry = parseExpiry(card.expiration);
   const expiresAt = isoTimestamp(new Date(now.getTime() + TEMP_TOKEN_TTL_SECONDS * 1000));

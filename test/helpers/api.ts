@@ -1,5 +1,6 @@
 /** Small helpers for driving the Worker through its real fetch handler. */
 import { exports } from 'cloudflare:workers';
+import { assertDocumentedAnswer } from './contract';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 const BASE = 'http://binbatch.test';
@@ -19,7 +20,7 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export function call(method: string, path: string, options: CallOptions = {}): Promise<Response> {
+export async function call(method: string, path: string, options: CallOptions = {}): Promise<Response> {
   const headers = new Headers(options.headers);
   if (options.key) headers.set('Authorization', options.key);
   let body: BodyInit | undefined;
@@ -31,7 +32,10 @@ export function call(method: string, path: string, options: CallOptions = {}): P
       if (!headers.has('Content-Type')) headers.set('Content-Type', 'application/json');
     }
   }
-  return exports.default.fetch(new Request(BASE + path, { method, headers, body }));
+  const response = await exports.default.fetch(new Request(BASE + path, { method, headers, body }));
+  // Every answer a test receives is held to the OpenAPI document (status, Content-Type, body).
+  await assertDocumentedAnswer(method, path, response);
+  return response;
 }
 
 export function admin(method: string, path: string, body?: unknown): Promise<Response> {

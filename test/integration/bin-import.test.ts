@@ -29,6 +29,9 @@ describe('POST /admin/bins/import', () => {
       card_level_generic: 'platinum',
       country: 'US',
       payment_method_type: 'card',
+      // The file had prepaid and currency (upper-cased), no commercial column: that flag is absent.
+      is_prepaid: false,
+      issuer_currency: 'USD',
     });
   });
 

@@ -1,9 +1,10 @@
 import { env } from 'cloudflare:workers';
 import { createExecutionContext, createScheduledController, runDurableObjectAlarm, waitOnExecutionContext } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Env } from '../../src/env';
 import worker from '../../src/index';
 import { call, createMerchant } from '../helpers/api';
+import { captureLogsOfEachTest } from '../helpers/logs';
 import { type BatchRecord, CARD_HEADER, createUnqueuedBatch, csv, deliver, QUEUE_TEST_TIMEOUT, saleRows, status, uploadOk, waitForStatus } from '../helpers/batch';
 
 const DAY = 86_400_000;
@@ -14,6 +15,9 @@ async function runCron(at: Date): Promise<void> {
   await handler.scheduled?.(createScheduledController({ scheduledTime: at, cron: '17 3 * * *' }), env, ctx);
   await waitOnExecutionContext(ctx);
 }
+
+// The cron and the watchdog log what they did: read by the tests, not printed.
+const logs = captureLogsOfEachTest();
 
 describe('status and download access', () => {
   it("answers 404 for another merchant's batch and for an unknown id, on status and download", async () => {
@@ -61,6 +65,7 @@ describe('status and download access', () => {
     expect(download.status).toBe(410);
     expect(await download.json()).toEqual({ status: 'failed', msg: 'batch results expired', data: null });
     expect(await status(merchant.secretKey, id)).toEqual(completed);
+    expect(logs.events()).toEqual(['batch_retention', 'batch_retention']);
   });
 });
 
@@ -100,6 +105,7 @@ describe('stall watchdog', () => {
     expect(await runDurableObjectAlarm(env.BATCH_PROGRESS.getByName(id))).toBe(true);
     const done = await waitForStatus(merchant.secretKey, id, 'completed');
     expect(done.processed_lines).toBe(1100);
+    expect(logs.events()).toContain('batch_stalled_requeued');
   });
 
   it('fails a batch that still makes no progress after its chunks were re-enqueued', async () => {
@@ -119,5 +125,7 @@ describe('stall watchdog', () => {
       failureReason: 'no progress for 10 minutes, even after re-enqueueing the missing chunks',
     });
     expect(await runDurableObjectAlarm(stub)).toBe(false); // nothing left scheduled
+    // The re-enqueued chunk reaches the consumer, which skips it: no such batch in D1.
+    await vi.waitFor(() => expect(logs.events()).toContain('chunk_skipped'), { timeout: 10_000, interval: 10 });
   });
 });

@@ -7,6 +7,10 @@ import { processTransactions } from '../../src/services/transactions/engine';
 import { authenticateKey } from '../../src/services/merchants';
 import { call, createMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, recordedTransactions, saleRows, status } from '../helpers/batch';
+import { captureLogsOfEachTest } from '../helpers/logs';
+
+// These tests fail chunks on purpose: the warn and error lines that causes are read, not printed.
+const logs = captureLogsOfEachTest();
 
 const CHUNKS = 'binbatch-chunks';
 const DEAD_LETTERS = 'binbatch-chunks-dlq';
@@ -129,12 +133,14 @@ describe('chunk consumer', () => {
     expect(rows.slice(0, 4).map((r) => r.id)).toEqual(crashed.map((outcome) => outcome.record?.id));
     expect(rows.every((r) => r.response === 'approved')).toBe(true);
     expect(await recordedTransactions(id)).toEqual({ count: 10, keys: 10 });
+    expect(logs.events()).toContain('chunk_failed');
   });
 
   it('acks and drops a malformed message instead of retrying it forever', async () => {
     const result = await deliver(CHUNKS, [{ batchId: 'bat_x', chunk: -1 }, 'not even an object']);
     expect(result.explicitAcks).toHaveLength(2);
     expect(result.retryMessages).toEqual([]);
+    expect(logs.events()).toEqual(['chunk_message_malformed', 'chunk_message_malformed']);
   });
 });
 

@@ -205,7 +205,9 @@ describe('API keys', () => {
     expect((await get('/secret', data.key)).status).toBe(200); // warms the auth cache
 
     const revoked = await admin('DELETE', `/admin/keys/${data.id}`);
-    expect(revoked.status).toBe(204);
+    // One rule for every DELETE: 200 with { id, deleted: true } in the success envelope.
+    expect(revoked.status).toBe(200);
+    expect(await revoked.json()).toEqual({ status: 'success', msg: 'success', data: { id: data.id, deleted: true } });
     expect((await get('/secret', data.key)).status).toBe(401);
     expect((await get('/secret', merchant.secretKey)).status).toBe(200); // other keys unaffected
     expect((await admin('DELETE', `/admin/keys/${data.id}`)).status).toBe(404);

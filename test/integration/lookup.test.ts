@@ -41,6 +41,10 @@ describe('POST /api/lookup/bin/protected', () => {
       card_level_generic: 'classic',
       country: 'US',
       payment_method_type: 'card',
+      // Additive fields the BIN data stores (issue: prepaid, commercial, issuer currency).
+      is_prepaid: false,
+      is_commercial: false,
+      issuer_currency: 'USD',
     });
   });
 
@@ -81,6 +85,9 @@ describe('enhanced lookup', () => {
       card_level_generic: 'platinum',
       country: 'CA',
       payment_method_type: 'card',
+      is_prepaid: false,
+      is_commercial: false,
+      issuer_currency: 'USD',
     });
   });
 

@@ -3,21 +3,11 @@
  * Object laid over it while the batch runs.
  */
 import type { Env } from '../../env';
-import { findMerchantBatch, listMerchantBatches, type BatchRow, type BatchStatus } from '../../storage/batches';
+import { findMerchantBatch, listMerchantBatches, type BatchRow } from '../../storage/batches';
+import type { BatchRecord } from '../../schemas/filebatch-response';
 import type { BatchSnapshot } from './state';
 
-/** The batch record as the status operation answers it, plus the reason of a failure. */
-export interface BatchRecord {
-  id: string;
-  user_id: string;
-  file_name: string;
-  status: BatchStatus;
-  num_lines: number;
-  processed_lines: number;
-  created_at: string;
-  updated_at: string;
-  failure_reason?: string;
-}
+export type { BatchRecord };
 
 export function toRecord(row: BatchRow, live: BatchSnapshot | null): BatchRecord {
   const status = live?.status ?? row.status;

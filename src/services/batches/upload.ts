@@ -6,6 +6,7 @@ import type { Caller, Env } from '../../env';
 import { randomId } from '../../lib/crypto';
 import { CsvScanner, problemMessage } from '../../lib/batch-csv';
 import { isoTimestamp, type Clock } from '../../lib/time';
+import type { UploadedBatch } from '../../schemas/filebatch-response';
 import type { ChunkMessage } from '../../schemas/queue';
 import { INPUT_COLUMNS } from '../../schemas/transaction-columns';
 import { R2UploadWriter, uploadKey } from '../../storage/batch-files';
@@ -32,15 +33,7 @@ export function checkHeader(columns: string[]): string | null {
   return null;
 }
 
-/** The batch record as the upload answers it (inside the envelope's `data`). */
-export interface UploadedBatch {
-  id: string;
-  file_name: string;
-  status: 'pending';
-  num_lines: number;
-  created_at: string;
-  updated_at: string;
-}
+export type { UploadedBatch };
 
 export type UploadOutcome =
   | { ok: true; batch: UploadedBatch; messages: ChunkMessage[] }

@@ -1,21 +1,12 @@
 /** The whole BIN lookup: request → card → metadata (+ surchargeability) → response body. */
 import type { Caller, Env } from '../../env';
 import type { BinLookupRequest } from '../../schemas/lookup';
+import type { BinLookupResponse } from '../../schemas/lookup-response';
 import { lookupCard } from './card-metadata';
 import { resolveCardSource, type CardSource } from './card-source';
 import { isSurchargeable } from './surcharge';
 
-/** The lookup response object; fields that are unknown are absent. */
-export interface BinLookupResponse {
-  bin?: string;
-  card_brand?: string;
-  issuing_bank?: string;
-  card_type?: string;
-  card_level_generic?: string;
-  country?: string;
-  is_surchargeable?: boolean;
-  payment_method_type?: string;
-}
+export type { BinLookupResponse };
 
 export function sourceOf(request: BinLookupRequest): CardSource {
   if (request.temp_token !== undefined) return { kind: 'temp_token', token: request.temp_token };
@@ -44,7 +35,7 @@ export async function answerBinLookup(env: Env, caller: Caller, request: BinLook
   if (metadata.matched_length === 0) {
     return { bin: metadata.bin, ...(metadata.card_brand && { card_brand: metadata.card_brand }), ...regionAnswer };
   }
-  // The contract.s fields in its order; matched_length, prepaid, commercial, currency stay internal.
+  // The contract's fields in its order, then the additive ones the data knows; matched_length stays internal.
   return {
     bin: metadata.bin,
     ...(metadata.card_brand && { card_brand: metadata.card_brand }),
@@ -54,5 +45,8 @@ export async function answerBinLookup(env: Env, caller: Caller, request: BinLook
     ...(metadata.country && { country: metadata.country }),
     ...regionAnswer,
     payment_method_type: metadata.payment_method_type,
+    ...(metadata.prepaid !== undefined && { is_prepaid: metadata.prepaid }),
+    ...(metadata.commercial !== undefined && { is_commercial: metadata.commercial }),
+    ...(metadata.currency && { issuer_currency: metadata.currency }),
   };
 }

@@ -10,6 +10,7 @@ import { checkExpiration, formatExpiry } from '../../lib/expiry';
 import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, PaymentMethodInput } from '../../schemas/vault';
+import type { CustomerView, PaymentMethodView } from '../../schemas/vault-response';
 import {
   deleteCustomer as deleteCustomerRows,
   findCustomer,
@@ -26,29 +27,7 @@ import { readTempToken } from '../tokens';
 
 // ---- What the API shows: masked only --------------------------------------------------------
 
-export type PaymentMethodView =
-  | { id: string; type: 'card'; masked_number: string; expiration: string; is_default: boolean; created_at: string }
-  | {
-      id: string;
-      type: 'ach';
-      masked_account_number: string;
-      routing_number: string;
-      account_type: string;
-      sec_code: string;
-      is_default: boolean;
-      created_at: string;
-    };
-
-export interface CustomerView {
-  id: string;
-  description: string | null;
-  email: string | null;
-  flags: 'surcharge_exempt'[];
-  default_payment_method_id: string | null;
-  payment_methods: PaymentMethodView[];
-  created_at: string;
-  updated_at: string;
-}
+export type { CustomerView, PaymentMethodView };
 
 function methodView(record: PaymentMethodRecord, defaultId: string | null): PaymentMethodView {
   const isDefault = record.id === defaultId;

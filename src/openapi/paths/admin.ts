@@ -1,0 +1,128 @@
+import { idParamSchema, keyCreateSchema, merchantCreateSchema, merchantPatchSchema, processorCreateSchema } from '../../schemas/admin';
+import {
+  createdKeySchema,
+  createdMerchantSchema,
+  importResultSchema,
+  merchantSchema,
+  processorSchema,
+  surchargeRulesResponseSchema,
+} from '../../schemas/admin-response';
+import { deletedSchema, successEnvelopeSchema } from '../../schemas/envelope';
+import { surchargeRulesSchema } from '../../schemas/lookup';
+import { z } from 'zod';
+import { ADMIN_TOKEN, errors, json, ok, type Registry } from './common';
+
+const tags = ['Admin'];
+const security = ADMIN_TOKEN;
+const merchant = successEnvelopeSchema(merchantSchema);
+
+export function registerAdmin(registry: Registry): void {
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/merchants',
+    operationId: 'createMerchant',
+    tags,
+    summary: 'Create a merchant: the answer shows its secret and public keys once',
+    security,
+    request: { body: { required: true, content: json(merchantCreateSchema) } },
+    responses: { 201: ok('The merchant and its keys.', successEnvelopeSchema(createdMerchantSchema)), ...errors([400, 401, 413]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/merchants/{id}',
+    operationId: 'getMerchant',
+    tags,
+    summary: 'A merchant',
+    security,
+    request: { params: idParamSchema },
+    responses: { 200: ok('The merchant.', merchant), ...errors([400, 401, 404]) },
+  });
+  registry.registerPath({
+    method: 'patch',
+    path: '/admin/merchants/{id}',
+    operationId: 'updateMerchant',
+    tags,
+    summary: "Change a merchant's name, enhanced lookup flag or surcharge rate",
+    security,
+    request: { params: idParamSchema, body: { required: true, content: json(merchantPatchSchema) } },
+    responses: { 200: ok('The merchant.', merchant), ...errors([400, 401, 404, 413]) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/merchants/{id}/keys',
+    operationId: 'createKey',
+    tags,
+    summary: 'Issue another API key (shown once)',
+    security,
+    request: { params: idParamSchema, body: { required: true, content: json(keyCreateSchema) } },
+    responses: { 201: ok('The key.', successEnvelopeSchema(createdKeySchema)), ...errors([400, 401, 404, 413]) },
+  });
+  registry.registerPath({
+    method: 'delete',
+    path: '/admin/keys/{id}',
+    operationId: 'revokeKey',
+    tags,
+    summary: 'Revoke a key: refused from then on',
+    security,
+    request: { params: idParamSchema },
+    responses: { 200: ok('Revoked.', successEnvelopeSchema(deletedSchema)), ...errors([400, 401, 404]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/merchants/{id}/processors',
+    operationId: 'listProcessors',
+    tags,
+    summary: "A merchant's processors (the sandbox processor is created on first use)",
+    security,
+    request: { params: idParamSchema },
+    responses: { 200: ok('The processors.', successEnvelopeSchema(z.array(processorSchema))), ...errors([400, 401, 404]) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/merchants/{id}/processors',
+    operationId: 'addProcessor',
+    tags,
+    summary: 'Add a processor',
+    security,
+    request: { params: idParamSchema, body: { required: true, content: json(processorCreateSchema) } },
+    responses: { 201: ok('The processor.', successEnvelopeSchema(processorSchema)), ...errors([400, 401, 404, 413]) },
+  });
+  for (const [path, operationId, summary, columns] of [
+    ['/admin/bins/import', 'importBins', 'Import BIN records (CSV, streamed, upserting)', 'bin,card_brand,issuing_bank,card_type,card_level_generic,country,payment_method_type,prepaid,commercial,currency (any order); or the binlist or OpenBIIN header'],
+    ['/admin/bins/ranges/import', 'importAccountRanges', 'Import account ranges for the enhanced lookup (CSV, streamed)', 'low,high and the BIN record fields'],
+  ] as const) {
+    registry.registerPath({
+      method: 'post',
+      path,
+      operationId,
+      tags,
+      summary,
+      description: `Columns: ${columns}. A bad row is reported with its line and never stops the rest. At most 32 MiB and 100,000 rows per request.`,
+      security,
+      request: { body: { required: true, content: { 'text/csv': { schema: { type: 'string' } } } } },
+      responses: {
+        200: ok('What was imported, and the bad rows.', successEnvelopeSchema(importResultSchema)),
+        ...errors([400, 401, 413]),
+      },
+    });
+  }
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/surcharge-rules',
+    operationId: 'listSurchargeRules',
+    tags,
+    summary: 'The surcharge rules (one row per country/region and effective date)',
+    security,
+    responses: { 200: ok('The rules.', successEnvelopeSchema(surchargeRulesResponseSchema)), ...errors([401]) },
+  });
+  registry.registerPath({
+    method: 'put',
+    path: '/admin/surcharge-rules',
+    operationId: 'replaceSurchargeRules',
+    tags,
+    summary: 'Replace the whole rule set (edit what GET answers and put it back)',
+    security,
+    request: { body: { required: true, content: json(surchargeRulesSchema) } },
+    responses: { 200: ok('The rules now stored.', successEnvelopeSchema(surchargeRulesResponseSchema)), ...errors([400, 401, 413]) },
+  });
+}

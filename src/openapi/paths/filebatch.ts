@@ -1,0 +1,89 @@
+import { batchIdParamSchema, listQuerySchema, uploadQuerySchema } from '../../schemas/filebatch';
+import { batchListResponseSchema, batchRecordSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
+import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
+import { errors, ok, SECRET_KEY, type Registry } from './common';
+
+const tags = ['Batch files'];
+
+/**
+ * The upload is streamed by the route itself (never parsed by the framework), so its body is
+ * described by plain OpenAPI schemas here rather than by a validating zod schema.
+ */
+const csvFile = { type: 'string' as const, description: 'The batch CSV: a header row, every field double-quoted, `\\n` line ends.' };
+
+export function registerFilebatch(registry: Registry): void {
+  registry.registerPath({
+    method: 'post',
+    path: '/api/filebatch',
+    operationId: 'uploadBatch',
+    tags,
+    summary: 'Upload a batch CSV; it is checked while it streams, then processed in the background',
+    description:
+      'Multipart form data with one part named `file`, or the raw CSV as a `text/csv` body naming the file with `?file_name=`. ' +
+      'A structural problem rejects the whole file with the line (400); nothing is kept. Success is the envelope with status `pending`.',
+    security: SECRET_KEY,
+    request: {
+      query: uploadQuerySchema,
+      body: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              properties: { file: { ...csvFile, contentMediaType: 'text/csv' } },
+              required: ['file'],
+            },
+          },
+          'text/csv': { schema: csvFile },
+        },
+      },
+    },
+    responses: {
+      200: ok('Accepted: the batch record, status `pending`.', uploadResponseSchema),
+      ...errors([400, 401, 413], {
+        400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a wrong Content-Type.',
+        413: 'Over BATCH_MAX_BYTES or BATCH_MAX_ROWS; nothing is kept.',
+      }),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/filebatch',
+    operationId: 'listBatches',
+    tags,
+    summary: "The merchant's batches, newest first",
+    security: SECRET_KEY,
+    request: { query: listQuerySchema },
+    responses: { 200: ok('A page of batch records.', batchListResponseSchema), ...errors([400, 401]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/filebatch/{id}',
+    operationId: 'getBatch',
+    tags,
+    summary: 'Status of a batch (the bare batch record)',
+    security: SECRET_KEY,
+    request: { params: batchIdParamSchema },
+    responses: { 200: ok('The batch record.', batchRecordSchema), ...errors([400, 401, 404]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/filebatch/{id}/download',
+    operationId: 'downloadBatch',
+    tags,
+    summary: 'Download the results of a completed batch (streamed CSV)',
+    security: SECRET_KEY,
+    request: { params: batchIdParamSchema },
+    responses: {
+      200: {
+        description: `The result CSV: a header row and one row per data row, in input order; every field quoted. Columns: ${RESULT_COLUMNS.join(', ')}.`,
+        headers: { 'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; the file name ends in -results.csv' } },
+        content: { 'text/csv': { schema: { type: 'string' } } },
+      },
+      ...errors([400, 401, 404, 409, 410], {
+        409: 'The batch is not in completed status (`batch is not in completed status`).',
+        410: 'The results are past retention (`batch results expired`).',
+      }),
+    },
+  });
+}

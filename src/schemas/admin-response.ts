@@ -1,0 +1,64 @@
+/** What the operators' API (/admin/*) answers, inside the success envelope. */
+import { z } from 'zod';
+import { PROCESSOR_TYPES } from './admin';
+import { timestampSchema } from './envelope';
+
+export const merchantSchema = z
+  .strictObject({
+    id: z.string(),
+    name: z.string(),
+    enhanced_bin_lookup: z.boolean(),
+    surcharge_rate_bps: z.int().min(0).max(10_000).meta({ description: '300 = 3.00%' }),
+    created_at: timestampSchema,
+    updated_at: timestampSchema,
+  })
+  .meta({ id: 'Merchant' });
+
+export type MerchantView = z.infer<typeof merchantSchema>;
+
+export const createdMerchantSchema = merchantSchema
+  .extend({
+    secret_key: z.string().meta({ description: 'Shown once: only its hash is stored.' }),
+    public_key: z.string().meta({ description: 'Shown once: only its hash is stored.' }),
+  })
+  .meta({ id: 'CreatedMerchant' });
+
+export const createdKeySchema = z
+  .strictObject({
+    id: z.string().meta({ example: 'key_0a1b2c3d4e5f6g7h8i9j' }),
+    type: z.enum(['secret', 'public']),
+    key: z.string().meta({ description: 'Shown once: only its hash is stored.' }),
+  })
+  .meta({ id: 'CreatedKey' });
+
+export const processorSchema = z
+  .strictObject({
+    id: z.string(),
+    merchant_id: z.string(),
+    type: z.enum(PROCESSOR_TYPES),
+    name: z.string(),
+    is_default: z.boolean(),
+    created_at: timestampSchema,
+  })
+  .meta({ id: 'Processor' });
+
+export const importResultSchema = z
+  .strictObject({
+    imported: z.int().min(0),
+    skipped: z.int().min(0).meta({ description: 'Bad rows, every one counted (at most 100 are listed in `errors`).' }),
+    errors: z.array(z.strictObject({ line: z.int().min(1), msg: z.string() })),
+  })
+  .meta({ id: 'ImportResult', example: { imported: 1, skipped: 0, errors: [] } });
+
+export const surchargeRuleSchema = z
+  .strictObject({
+    country: z.string().regex(/^[A-Z]{2}$/),
+    region: z.string().meta({ description: 'A region code, or `*` for the whole country.' }),
+    effective_from: z.iso.date(),
+    surcharge: z.enum(['allowed', 'prohibited', 'commercial_only']),
+    max_rate_bps: z.int().min(0).max(10_000).nullable(),
+    note: z.string().nullable(),
+  })
+  .meta({ id: 'SurchargeRule' });
+
+export const surchargeRulesResponseSchema = z.strictObject({ rules: z.array(surchargeRuleSchema) }).meta({ id: 'SurchargeRules' });

@@ -1,0 +1,90 @@
+/**
+ * A transaction record as POST/GET /api/transaction answer it: the result CSV's columns, typed
+ * (docs/transactions.md "The record"). Money is integer minor units; absent values are null.
+ */
+import { z } from 'zod';
+import { timestampSchema } from './envelope';
+import { RESULT_COLUMNS, type ResultColumn } from './transaction-columns';
+
+const text = z.string().nullable();
+const money = z.int().min(0);
+const notModelled = z.null().meta({ description: 'Not modelled: always null.' });
+
+const columns = {
+  id: z.string().regex(/^txn_[a-z0-9]+$/),
+  user_name: z.string().meta({ description: "The merchant's name." }),
+  idempotency_key: z.string(),
+  type: z.enum(['sale', 'authorize', 'credit']),
+  transaction_source: z.enum(['api', 'batch']),
+  ip_address: text,
+  amount: money.meta({ description: 'The total charged.' }),
+  amount_authorized: money,
+  amount_captured: money,
+  amount_settled: money,
+  tip: money,
+  service_fee: money.meta({ description: 'The surcharge applied, given or computed.' }),
+  tax_amount: money,
+  tax_exempt: z.boolean(),
+  shipping_amount: money,
+  po_number: text,
+  order_id: text,
+  settlement_batch_id: notModelled,
+  referenced_transaction_id: notModelled,
+  payment_method: z.enum(['card', 'ach', 'customer']).meta({ description: 'How the request named the payment.' }),
+  payment_type: z.enum(['card', 'ach']).meta({ description: 'What was charged.' }),
+  response: z.enum(['approved', 'declined', 'error']),
+  response_code: z.int().meta({ description: '100 approved, 110 partial; 2xx issuer decline; 3xx gateway decline; 4xx processor error.' }),
+  status: z.enum(['pending_settlement', 'authorized', 'declined', 'failed']),
+  processor_type: z.string(),
+  processor_id: z.string(),
+  processor_name: z.string(),
+  subscription_id: notModelled,
+  currency_iso_code: z.string().regex(/^[A-Z]{3}$/),
+  customer_id: text,
+  email_address: text,
+  billing_first_name: text,
+  billing_last_name: text,
+  billing_company: text,
+  billing_address_line_1: text,
+  billing_address_line_2: text,
+  billing_city: text,
+  billing_state: text,
+  billing_postal_code: text,
+  billing_country: text,
+  billing_email: text,
+  billing_phone: text,
+  billing_fax: text,
+  shipping_first_name: text,
+  shipping_last_name: text,
+  shipping_company: text,
+  shipping_address_line_1: text,
+  shipping_address_line_2: text,
+  shipping_city: text,
+  shipping_state: text,
+  shipping_postal_code: text,
+  shipping_country: text,
+  shipping_email: text,
+  shipping_phone: text,
+  shipping_fax: text,
+  created_at: timestampSchema,
+  captured_at: timestampSchema.nullable(),
+  settled_at: notModelled,
+  card_type: text.meta({ description: 'credit, debit, … from the BIN data; null for ACH or an unknown BIN.' }),
+  entry_type: text,
+  masked_account: z.string().meta({ example: '411111******1111' }),
+  expiration: text,
+  auth_code: text,
+  processor_response_code: text,
+  processor_response_text: z.string(),
+  sec_code: text,
+  account_type: text,
+  avs_response_code: text,
+  cvv_response_code: text,
+} satisfies Record<ResultColumn, z.ZodType>;
+
+// The record's fields are the result CSV's columns, in that order.
+const ordered = Object.fromEntries(RESULT_COLUMNS.map((column) => [column, columns[column]])) as typeof columns;
+
+export const transactionRecordSchema = z.strictObject(ordered).meta({ id: 'TransactionRecord' });
+
+export type TransactionRecordView = z.infer<typeof transactionRecordSchema>;

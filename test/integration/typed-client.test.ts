@@ -1,0 +1,55 @@
+/**
+ * The typed client (src/client.ts) and its example (examples/typed-client.ts) against the real
+ * app: the client's fetch is the Worker's own, and every answer is held to the OpenAPI document
+ * like any other test's.
+ */
+import { exports } from 'cloudflare:workers';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runBatch } from '../../examples/typed-client';
+import { createClient, type Client } from '../../src/client';
+import { createMerchant, type TestMerchant } from '../helpers/api';
+import { CARD_HEADER, csv, parseResult, QUEUE_TEST_TIMEOUT, saleRows } from '../helpers/batch';
+import { assertDocumentedAnswer } from '../helpers/contract';
+
+let merchant: TestMerchant;
+let api: Client;
+
+async function workerFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  const request = new Request(input, init);
+  const response = await exports.default.fetch(request);
+  await assertDocumentedAnswer(request.method, request.url, response);
+  return response;
+}
+
+beforeAll(async () => {
+  merchant = await createMerchant({ name: 'Typed Client Shop' });
+  api = createClient('http://binbatch.test', { apiKey: merchant.secretKey, fetch: workerFetch });
+});
+
+describe('the typed client', () => {
+  it('runs the example: uploads a file, polls until completed, downloads one result row per data row', async () => {
+    const file = new File([csv(CARD_HEADER, saleRows(3))], 'typed.csv', { type: 'text/csv' });
+    const run = await runBatch(api, file, { pollMs: 10, timeoutMs: QUEUE_TEST_TIMEOUT - 5_000 });
+    expect(run.status).toBe('completed');
+    expect(run.numLines).toBe(3);
+    const { header, rows } = parseResult(run.resultsCsv);
+    expect(header[0]).toBe('id');
+    expect(rows).toHaveLength(3);
+    expect(rows.every((row) => row.response === 'approved')).toBe(true);
+  }, QUEUE_TEST_TIMEOUT);
+
+  it('types the lookup and answers its documented body', async () => {
+    const response = await api.api.lookup.bin.protected.$post({ json: { bin: '411111', country: 'US', state: 'TX' } });
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    // `bin` is typed from the response schema: a string when present.
+    expect(body.bin).toBe('411111');
+  });
+
+  it('sends the key on its own and surfaces refusals as the failed envelope', async () => {
+    const anonymous = createClient('http://binbatch.test', { apiKey: 'api_' + 'x'.repeat(32), fetch: workerFetch });
+    const response = await anonymous.api.vault.customer[':id'].$get({ param: { id: 'nobody' } });
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ status: 'failed', data: null });
+  });
+});
