@@ -127,9 +127,11 @@ export class BatchProgress extends DurableObject<Env> {
     if (updated.chunks_done === updated.num_chunks) {
       return { counted: true, batch: await this.#transition('completed', null) };
     }
+    // The state change comes before any await: another chunk's call may run at an await and
+    // complete the batch, and a status read before it must not be written back after it.
+    const batch = updated.status !== 'processing' ? this.#transition('processing', null) : Promise.resolve(toSnapshot(updated));
     await this.#armWatchdog();
-    if (updated.status !== 'processing') return { counted: true, batch: await this.#transition('processing', null) };
-    return { counted: true, batch: toSnapshot(updated) };
+    return { counted: true, batch: await batch };
   }
 
   /** Ends the batch as failed with a reason (the first reason wins). No effect once ended; null if never initialised. */
@@ -177,6 +179,9 @@ export class BatchProgress extends DurableObject<Env> {
   }
 
   async #transition(status: BatchStatus, reason: string | null): Promise<BatchSnapshot> {
+    const current = this.#requireState();
+    // An ended batch stays ended, whatever a late call asks for.
+    if (hasEnded(current.status)) return toSnapshot(current);
     const now = isoTimestamp(new Date());
     this.ctx.storage.sql.exec(
       'UPDATE state SET status = ?, updated_at = ?, failure_reason = COALESCE(failure_reason, ?)',
