@@ -12,6 +12,8 @@ export interface Env {
   LOOKUP_RATE_LIMITER: RateLimit;
   TOKENIZER_RATE_LIMITER: RateLimit;
   TRANSACTION_RATE_LIMITER: RateLimit;
+  /** Workers Static Assets (public/): the tokenizer's script, frame and styles. */
+  ASSETS: Fetcher;
 
   BATCH_CHUNK_ROWS: string;
   BATCH_MAX_BYTES: string;
