@@ -171,6 +171,15 @@ describe('the static files', () => {
     }
   });
 
+  it('does not even upload the type declarations (public/.assetsignore)', async () => {
+    const declarations = await env.ASSETS.fetch('http://assets.test/tokenizer/v1/card-checks.d.ts');
+    expect(declarations.status).toBe(404);
+    await declarations.body?.cancel();
+    const module = await env.ASSETS.fetch('http://assets.test/tokenizer/v1/card-checks.js');
+    expect(module.status).toBe(200);
+    await module.body?.cancel();
+  });
+
   it('leaves the API its own headers', async () => {
     const response = await call('GET', '/healthz');
     expect(response.headers.get('Cache-Control')).toBe('no-store');
