@@ -27,5 +27,7 @@ export default defineConfig({
   test: {
     setupFiles: ['./test/setup.ts'],
     include: ['test/**/*.test.ts'],
+    // Chromium tests: npm run test:browser (Playwright), never inside workerd.
+    exclude: ['test/browser/**', 'node_modules/**'],
   },
 });
