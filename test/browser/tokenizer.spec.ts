@@ -191,6 +191,42 @@ test("the merchant page's script cannot read the card number from the frame, and
   for (const text of probe.messages) expect(text).not.toMatch(/1111|4111/);
 });
 
+test('the page ignores tokenizer messages that do not come from the frame, and refuses a secret key', async ({ page }) => {
+  const card = await openCheckout(page);
+  await expect(card.getByLabel('Card number')).toBeVisible();
+  const outcome = await page.evaluate(async () => {
+    // A forged "change" from this window (any script on the page, or another window, could send one),
+    // then a marker: messages are dispatched in order, so once the marker arrives the forgery was seen.
+    const seen = new Promise<void>((resolve) =>
+      window.addEventListener('message', (event) => {
+        if (event.data === 'marker') resolve();
+      }),
+    );
+    window.postMessage({ source: 'binbatch-tokenizer', v: 1, type: 'change', state: { brand: 'forged', complete: true, fields: {} } }, '*');
+    window.postMessage('marker', '*');
+    await seen;
+    let secretKey = 'accepted';
+    try {
+      new (window as unknown as { BinbatchTokenizer: new (options: object) => unknown }).BinbatchTokenizer({
+        publicKey: 'api_secretKeyThatMustNeverBeHere00000',
+        container: 'main',
+      });
+    } catch (error) {
+      secretKey = (error as Error).message;
+    }
+    return { brand: document.querySelector('main')?.dataset.cardBrand, secretKey };
+  });
+  expect(outcome.brand).not.toBe('forged');
+  expect(outcome.secretKey).toContain('a secret key must never be in a web page');
+  await expect(page.locator('iframe')).toHaveCount(1);
+});
+
+test('the frame opened on its own, outside any checkout, offers no card fields', async ({ page }) => {
+  await page.goto(`${TOKENIZER_URL}/tokenizer/v1/frame?key=${DEMO.publicKey}`);
+  await expect(page.getByText("This card form works only inside a merchant's checkout page.")).toBeVisible();
+  await expect(page.getByLabel('Card number')).toBeHidden();
+});
+
 test('the token endpoint refuses the frame once the merchant removes the page from tokenizer_origins', async ({ page }) => {
   const card = await openCheckout(page);
   await typeCard(card, VISA);
