@@ -27,6 +27,16 @@ CREATE TABLE IF NOT EXISTS api_keys (
 );
 CREATE INDEX IF NOT EXISTS api_keys_merchant ON api_keys(merchant_id);
 
+-- Web origins allowed to frame the merchant's hosted tokenizer (PATCH /admin/merchants/{id}
+-- tokenizer_origins), in the order set. Each is scheme://host[:port] exactly as browsers send it.
+-- No row: no page may frame the tokenizer for this merchant.
+CREATE TABLE IF NOT EXISTS tokenizer_origins (
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  position INTEGER NOT NULL,
+  origin TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, origin)
+) WITHOUT ROWID;
+
 -- == BIN data (BIN lookup) ===================================================================
 
 -- One row per stored prefix (6 to 11 digits); a lookup takes the longest stored prefix of the

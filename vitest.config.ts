@@ -17,7 +17,7 @@ const readme = readFileSync(new URL('./README.md', import.meta.url), 'utf8');
 function testWranglerConfig(): string {
   const root = fileURLToPath(new URL('.', import.meta.url));
   const text = readFileSync(new URL('./wrangler.toml', import.meta.url), 'utf8')
-    .replace(/^\[assets\]\n(?:[^[\n].*\n|\n)*/m, '')
+    .replace(/^directory\s*=\s*"([^"]+)"/m, (_, directory: string) => `directory = ${JSON.stringify(root + directory)}`)
     .replace(/^main\s*=\s*"([^"]+)"/m, (_, main: string) => `main = ${JSON.stringify(root + main)}`);
   const dir = new URL('./.wrangler/vitest/', import.meta.url);
   mkdirSync(dir, { recursive: true });
@@ -56,7 +56,7 @@ export default defineConfig({
           // table-driven tests send dozens of requests, which on a loaded 2-core machine can pass 5 s.
           testTimeout: 20_000,
           include: ['test/**/*.test.ts'],
-          exclude: ['test/node/**'],
+          exclude: ['test/node/**', 'test/browser/**', 'node_modules/**'],
         },
       },
       {

@@ -3,12 +3,15 @@
 //  1. .dev.vars with a random ADMIN_TOKEN and CARD_DATA_KEY, created only when missing;
 //  2. schema.sql applied to the local D1;
 //  3. the demo merchant (keys shown in the README) and the sample data seeded;
-//  4. wrangler dev, with any extra flags passed through (`npm run dev -- --port 9000`).
+//  4. wrangler dev, with any extra flags passed through (`npm run dev -- --port 9000`);
+//  5. the demo checkout (examples/checkout) on the next port, an origin the demo merchant allows
+//     (`--demo-port N` picks another port, `--no-demo` leaves it out).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { localEnv, runWrangler, seedLocalState } from './local-state.mjs';
+import { startCheckout } from '../examples/checkout/server.mjs';
+import { DEMO, demoTokenizerOriginsSql, executeLocalSql, localEnv, runWrangler, seedLocalState } from './local-state.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -27,8 +30,37 @@ if (!existsSync(devVars)) {
 
 await seedLocalState();
 
-const extra = process.argv.slice(2);
+/** The value of `--name value` or `--name=value` in args. */
+function flagValue(args, name) {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === name) return args[i + 1];
+    if (args[i].startsWith(`${name}=`)) return args[i].slice(name.length + 1);
+  }
+  return undefined;
+}
+
+const args = process.argv.slice(2);
+// The demo's own flags, which wrangler would refuse.
+const noDemo = args.includes('--no-demo');
+const demoPortFlag = flagValue(args, '--demo-port');
+const extra = args.filter((arg, i) => arg !== '--no-demo' && !arg.startsWith('--demo-port') && args[i - 1] !== '--demo-port');
+const port = Number(flagValue(extra, '--port') ?? 8787);
+const ip = flagValue(extra, '--ip');
+const tokenizerUrl = `http://${!ip || ip === '0.0.0.0' || ip === '*' ? 'localhost' : ip}:${port}`;
+const demoPort = Number(demoPortFlag ?? port + 1);
+if (!noDemo) {
+  console.log(`Allowing the demo checkout's origins (port ${demoPort}) to frame the demo merchant's tokenizer...`);
+  executeLocalSql(demoTokenizerOriginsSql([`http://localhost:${demoPort}`, `http://127.0.0.1:${demoPort}`]));
+}
+
 console.log(`Starting wrangler dev ${extra.join(' ')}`.trim());
 const child = spawn(process.execPath, [runWrangler, 'dev', ...extra], { stdio: 'inherit', env: localEnv });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+
+if (!noDemo) {
+  startCheckout({ port: demoPort, tokenizerUrl, publicKey: DEMO.publicKey, secretKey: DEMO.secretKey }).then(
+    (shop) => console.log(`Demo checkout: ${shop.url} (card fields served by ${tokenizerUrl})`),
+    (error) => console.warn(`Demo checkout not started on port ${demoPort}: ${error.message}`),
+  );
+}

@@ -60,6 +60,18 @@ export function demoMerchantSql(now = new Date().toISOString()) {
   ].join('\n');
 }
 
+/** Lets the demo checkout's origins frame the demo merchant's tokenizer (kept: origins add up). */
+export function demoTokenizerOriginsSql(origins) {
+  return origins
+    .map(
+      (origin) =>
+        `INSERT OR IGNORE INTO tokenizer_origins (merchant_id, position, origin)
+         SELECT ${quote(DEMO.merchantId)}, COALESCE(MAX(position) + 1, 0), ${quote(origin)}
+         FROM tokenizer_origins WHERE merchant_id = ${quote(DEMO.merchantId)};`,
+    )
+    .join('\n');
+}
+
 /** Runs one query against the local D1 and answers its result rows. */
 export function queryLocalSql(sql, { persistTo, config } = {}) {
   const args = [runWrangler, 'd1', 'execute', 'DB', '--local', '--json', '--command', sql];

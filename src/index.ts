@@ -5,12 +5,14 @@ import { systemClock } from './lib/time';
 import { consumeChunks } from './queues/chunk-consumer';
 import { consumeDeadLetters } from './queues/dead-letter-consumer';
 import { CHUNK_QUEUE, DEAD_LETTER_QUEUE } from './queues/names';
+import { isPagePath, pages } from './routes/pages';
 import { deleteExpiredResults } from './services/batches/results';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 
 export default {
-  fetch: app.fetch,
+  // Browser pages (the hosted tokenizer, the docs page's files) have headers of their own; everything else is the API.
+  fetch: (request, env, ctx) => (isPagePath(new URL(request.url).pathname) ? pages : app).fetch(request, env, ctx),
 
   async queue(batch, env) {
     if (batch.queue === DEAD_LETTER_QUEUE) return consumeDeadLetters(batch, env);

@@ -31,7 +31,8 @@ type IinRange = readonly [CardBrand, string, string];
 
 const r = (brand: CardBrand, first: string, last = first): IinRange => [brand, first, last];
 
-const IIN_RANGES: readonly IinRange[] = [
+/** Exported for the hosted frame's copy (public/tokenizer/v1/card-checks.js), which a test holds to it. */
+export const IIN_RANGES: readonly IinRange[] = [
   r('uatp', '1'),
   r('visa', '4'),
   r('mastercard', '51', '55'),

@@ -8,6 +8,7 @@ import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-ope
 import { registerAdmin } from './paths/admin';
 import { registerFilebatch } from './paths/filebatch';
 import { registerLookup } from './paths/lookup';
+import { registerPages } from './paths/pages';
 import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
 import { registerTransaction } from './paths/transaction';
@@ -15,7 +16,16 @@ import { registerVault } from './paths/vault';
 import { README_EXAMPLES } from './readme-examples';
 
 /** Every resource's operations; a new resource adds its register function here. */
-const RESOURCES = [registerLookup, registerTokenizer, registerVault, registerTransaction, registerFilebatch, registerAdmin, registerService];
+const RESOURCES = [
+  registerLookup,
+  registerTokenizer,
+  registerVault,
+  registerTransaction,
+  registerFilebatch,
+  registerAdmin,
+  registerService,
+  registerPages,
+];
 
 const TAGS = [
   { name: 'BIN lookup', description: 'Card metadata and surchargeability (secret key).' },
@@ -24,6 +34,7 @@ const TAGS = [
   { name: 'Batch files', description: 'Upload a CSV of transactions, follow it, download the results (secret key).' },
   { name: 'Admin', description: 'Operators: merchants, keys, processors, BIN data and surcharge rules (`ADMIN_TOKEN`).' },
   { name: 'Service', description: 'Health, this document and its page (no key).' },
+  { name: 'Tokenizer pages', description: "The hosted tokenizer's script and card frame, and the docs page's files (no key)." },
 ];
 
 const KEY_HEADER = 'The key on its own as the whole `Authorization` header value (`Bearer <key>` is accepted too).';

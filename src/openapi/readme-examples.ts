@@ -201,6 +201,33 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "section": "Temp tokens and the customer vault"
   },
   {
+    "method": "PATCH",
+    "path": "/admin/merchants/demo0000000000000000",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"tokenizer_origins\": [\"https://shop.example\", \"http://localhost:8788\"]}",
+    "source": "curl -s -X PATCH http://localhost:8787/admin/merchants/demo0000000000000000 \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"tokenizer_origins\": [\"https://shop.example\", \"http://localhost:8788\"]}'\n# → 200 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"demo0000000000000000\",…,\"tokenizer_origins\":[\"https://shop.example\",\"http://localhost:8788\"]}}",
+    "section": "1. Allow the checkout's origin"
+  },
+  {
+    "method": "GET",
+    "path": "/admin/merchants/demo0000000000000000",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s http://localhost:8787/admin/merchants/demo0000000000000000 -H \"Authorization: $ADMIN_TOKEN\"",
+    "section": "1. Allow the checkout's origin"
+  },
+  {
+    "method": "PATCH",
+    "path": "/admin/merchants/demo0000000000000000",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"tokenizer_origins\": [\"https://shop.example/checkout\"]}",
+    "source": "curl -s -X PATCH http://localhost:8787/admin/merchants/demo0000000000000000 \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"tokenizer_origins\": [\"https://shop.example/checkout\"]}'\n# → 400 {\"status\":\"failed\",\"msg\":\"tokenizer_origins.0: \\\"https://shop.example/checkout\\\" is not an origin(scheme://host[:port], lower case, nothing after it): write it as \\\"https://shop.example\\\"\",…}",
+    "section": "1. Allow the checkout's origin"
+  },
+  {
     "method": "POST",
     "path": "/api/transaction",
     "query": "",

@@ -6,25 +6,26 @@ import { systemClock } from '../lib/time';
 import { validate } from '../middleware/validate';
 import { merchantCreateSchema, merchantPatchSchema, keyCreateSchema, idParamSchema } from '../schemas/admin';
 import { changeMerchant, createKey, createMerchant, revokeKey } from '../services/merchants';
+import { tokenizerOrigins } from '../services/tokenizer/origins';
 import { findMerchant } from '../storage/merchants';
 
 export const admin = new Hono<AppEnv>();
 
 admin.post('/merchants', validate('json', merchantCreateSchema), async (c) => {
   const { merchant, secretKey, publicKey } = await createMerchant(c.env.DB, c.req.valid('json'), systemClock);
-  return c.json(success({ ...merchant, secret_key: secretKey, public_key: publicKey }), 201);
+  return c.json(success({ ...merchant, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }), 201);
 });
 
 admin.get('/merchants/:id', validate('param', idParamSchema), async (c) => {
   const merchant = await findMerchant(c.env.DB, c.req.valid('param').id);
   if (!merchant) throw new AppError('not_found', 'merchant not found');
-  return c.json(success(merchant));
+  return c.json(success({ ...merchant, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }));
 });
 
 admin.patch('/merchants/:id', validate('param', idParamSchema), validate('json', merchantPatchSchema), async (c) => {
   const merchant = await changeMerchant(c.env, c.req.valid('param').id, c.req.valid('json'), systemClock);
   if (!merchant) throw new AppError('not_found', 'merchant not found');
-  return c.json(success(merchant));
+  return c.json(success({ ...merchant, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }));
 });
 
 admin.post('/merchants/:id/keys', validate('param', idParamSchema), validate('json', keyCreateSchema), async (c) => {

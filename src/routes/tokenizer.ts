@@ -6,6 +6,7 @@ import { checkExpiration } from '../lib/expiry';
 import { systemClock } from '../lib/time';
 import { requireAnyKey } from '../middleware/auth';
 import { rateLimitPerKey } from '../middleware/key-rate-limit';
+import { requireAllowedParentOrigin } from '../middleware/tokenizer-origin';
 import { validate } from '../middleware/validate';
 import { tokenCreateSchema } from '../schemas/tokenizer';
 import { createTempToken } from '../services/tokens';
@@ -19,6 +20,7 @@ export const tokenizer = new Hono<AppEnv>()
   requireAnyKey,
   // Tokenizing is where card testers try numbers: limited per key before any other work.
   rateLimitPerKey((env) => env.TOKENIZER_RATE_LIMITER, TOKENIZER_RATE_PERIOD_SECONDS),
+  requireAllowedParentOrigin,
   validate('json', tokenCreateSchema),
   async (c) => {
     const body = c.req.valid('json');

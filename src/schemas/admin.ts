@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { tokenizerOriginsField } from './tokenizer';
 
 export const merchantCreateSchema = z.strictObject({
   name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'),
@@ -6,7 +7,9 @@ export const merchantCreateSchema = z.strictObject({
   surcharge_rate_bps: z.int('must be an integer').min(0, 'must be 0 or more').max(10_000, 'must be at most 10000').optional(),
 });
 
-export const merchantPatchSchema = merchantCreateSchema.partial();
+export const merchantPatchSchema = merchantCreateSchema.partial().extend({
+  tokenizer_origins: tokenizerOriginsField.optional(),
+});
 
 export const keyCreateSchema = z.strictObject({
   type: z.enum(['secret', 'public'], 'must be "secret" or "public"'),

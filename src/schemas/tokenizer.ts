@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { parseExpiry } from '../lib/expiry';
 import { isValidCardNumber } from '../lib/luhn';
+import { originProblem } from '../lib/origin';
+import { quoteInput } from '../lib/quote';
 
 /** "tok_" + 32 base64url characters (24 random bytes, 192 bits). */
 export const TEMP_TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{32}$/;
@@ -28,3 +30,22 @@ export const tokenCreateSchema = z.strictObject({
     .regex(/^[0-9]{3,4}$/, 'must be 3 or 4 digits')
     .optional(),
 });
+
+/** Most origins one merchant may list: each is written into the frame's CSP header. */
+export const MAX_TOKENIZER_ORIGINS = 20;
+
+/**
+ * The web origins allowed to frame the hosted tokenizer. The whole list is replaced on every
+ * change; each bad entry is reported on its own, quoted, with its index in the field name.
+ */
+export const tokenizerOriginsField = z
+  .array(z.string('must be a string like "https://shop.example"'), 'must be a list of origins like ["https://shop.example"]')
+  .max(MAX_TOKENIZER_ORIGINS, `must list at most ${MAX_TOKENIZER_ORIGINS} origins`)
+  .superRefine((origins, ctx) => {
+    const seen = new Set<string>();
+    origins.forEach((origin, index) => {
+      const problem = originProblem(origin) ?? (seen.has(origin) ? 'is listed twice' : null);
+      if (problem) ctx.addIssue({ code: 'custom', path: [index], message: `${quoteInput(origin)} ${problem}` });
+      seen.add(origin);
+    });
+  });

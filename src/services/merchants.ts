@@ -12,7 +12,14 @@ import {
   type ApiKeyRecord,
 } from '../storage/api-keys';
 import { dropCachedCallers, getCachedCaller, putCachedCaller } from '../storage/auth-cache';
-import { insertMerchantStatement, updateMerchant, type Merchant, type MerchantChanges } from '../storage/merchants';
+import {
+  insertMerchantStatement,
+  merchantFromUpdate,
+  updateMerchantStatement,
+  type Merchant,
+  type MerchantChanges,
+} from '../storage/merchants';
+import { replaceTokenizerOriginsStatements } from '../storage/tokenizer-origins';
 
 /** Key prefixes tell the type at a glance, as gateways in this family do. */
 export const KEY_PREFIX: Record<KeyType, string> = { secret: 'api_', public: 'pub_' };
@@ -85,10 +92,16 @@ export async function revokeKey(env: Env, keyId: string, clock: Clock): Promise<
 export async function changeMerchant(
   env: Env,
   merchantId: string,
-  changes: MerchantChanges,
+  changes: MerchantChanges & { tokenizer_origins?: string[] | undefined },
   clock: Clock,
 ): Promise<Merchant | null> {
-  const merchant = await updateMerchant(env.DB, merchantId, changes, isoTimestamp(clock()));
+  const { tokenizer_origins: origins, ...fields } = changes;
+  // One transaction: the merchant row and its tokenizer origins change together or not at all.
+  const [updated] = await env.DB.batch([
+    updateMerchantStatement(env.DB, merchantId, fields, isoTimestamp(clock())),
+    ...(origins ? replaceTokenizerOriginsStatements(env.DB, merchantId, origins) : []),
+  ]);
+  const merchant = updated ? merchantFromUpdate(updated) : null;
   // Cached callers carry the merchant's flags: drop them so the change applies at once.
   if (merchant) await forgetCallers(env, await listActiveKeyHashes(env.DB, merchantId));
   return merchant;

@@ -56,13 +56,9 @@ export interface MerchantChanges {
   surcharge_rate_bps?: number | undefined;
 }
 
-export async function updateMerchant(
-  db: D1Database,
-  id: string,
-  changes: MerchantChanges,
-  updatedAt: string,
-): Promise<Merchant | null> {
-  const row = await db
+/** The update as a statement, for a `db.batch` with other writes; `merchantFromUpdate` reads its result. */
+export function updateMerchantStatement(db: D1Database, id: string, changes: MerchantChanges, updatedAt: string): D1PreparedStatement {
+  return db
     .prepare(
       `UPDATE merchants SET
          name = COALESCE(?2, name),
@@ -77,7 +73,10 @@ export async function updateMerchant(
       changes.enhanced_bin_lookup === undefined ? null : changes.enhanced_bin_lookup ? 1 : 0,
       changes.surcharge_rate_bps ?? null,
       updatedAt,
-    )
-    .first<MerchantRow>();
+    );
+}
+
+export function merchantFromUpdate(result: D1Result): Merchant | null {
+  const row = result.results[0] as MerchantRow | undefined;
   return row ? toMerchant(row) : null;
 }

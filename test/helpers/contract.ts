@@ -12,6 +12,7 @@
  */
 import { Validator, type Schema } from '@cfworker/json-schema';
 import { findOperation, matchesTemplate, openApiDocument, type OpenAPIObject } from '../../src/openapi/document';
+import { isPagePath } from '../../src/routes/pages';
 
 type Json = Record<string, unknown>;
 
@@ -36,7 +37,10 @@ export async function assertDocumentedAnswer(method: string, url: string, respon
     if (!allowed.includes(response.status)) {
       throw new Error(`${where} is not in the OpenAPI document, yet answered ${response.status} (expected ${allowed.join(' or ')})`);
     }
-    const failed = { content: { 'application/json': { schema: { $ref: '#/components/schemas/FailedEnvelope' } } } };
+    // The pages app (tokenizer, docs files) answers plain text; the API, the failed envelope.
+    const failed = isPagePath(path)
+      ? { content: { 'text/plain': { schema: { type: 'string' } } } }
+      : { content: { 'application/json': { schema: { $ref: '#/components/schemas/FailedEnvelope' } } } };
     responses = Object.fromEntries(allowed.map((status) => [status, failed]));
     label = `${where} (unrouted)`;
   }

@@ -42,7 +42,7 @@ export function registerAdmin(registry: Registry): void {
     path: '/admin/merchants/{id}',
     operationId: 'updateMerchant',
     tags,
-    summary: "Change a merchant's name, enhanced lookup flag or surcharge rate",
+    summary: "Change a merchant's name, enhanced lookup flag, surcharge rate or tokenizer origins",
     security,
     request: { params: idParamSchema, body: { required: true, content: json(merchantPatchSchema) } },
     responses: { 200: ok('The merchant.', merchant), ...errors([400, 401, 404, 413]) },

@@ -1,0 +1,59 @@
+/**
+ * The browser pages this Worker serves beside the API (src/routes/pages.ts): the hosted tokenizer's
+ * script, frame and frame files, and the docs page's files. Not JSON: described by media type.
+ */
+import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { NO_AUTH, type Registry } from './common';
+
+const tags = ['Tokenizer pages'];
+
+function file(description: string, mediaType: string): Record<number, ResponseConfig> {
+  return {
+    200: { description, content: { [mediaType]: { schema: z.string() } } },
+    304: { description: 'Not modified (If-None-Match matched the ETag).' },
+    404: { description: 'No such file.', content: { 'text/plain': { schema: z.string() } } },
+  };
+}
+
+const FILES: [path: string, summary: string, mediaType: string][] = [
+  ['/tokenizer/v1/tokenizer.js', "The script for the merchant's checkout page (BinbatchTokenizer); cached a year", 'text/javascript'],
+  ['/tokenizer/v1/frame.js', "The card frame's script; revalidated on every load", 'text/javascript'],
+  ['/tokenizer/v1/card-checks.js', "The card frame's Luhn, brand and expiry checks; revalidated on every load", 'text/javascript'],
+  ['/tokenizer/v1/frame.css', "The card frame's styles; revalidated on every load", 'text/css'],
+  ['/docs/vendor/swagger-ui-bundle.js', "Swagger UI, for the docs page", 'text/javascript'],
+  ['/docs/vendor/swagger-ui.css', "Swagger UI's styles, for the docs page", 'text/css'],
+  ['/docs/docs.js', 'The docs page script: renders /openapi.json', 'text/javascript'],
+];
+
+export function registerPages(registry: Registry): void {
+  for (const [path, summary, mediaType] of FILES) {
+    registry.registerPath({
+      method: 'get',
+      path,
+      operationId: `page:${path}`,
+      tags,
+      summary,
+      security: NO_AUTH,
+      responses: file(summary, mediaType),
+    });
+  }
+  registry.registerPath({
+    method: 'get',
+    path: '/tokenizer/v1/frame',
+    operationId: 'tokenizerFrame',
+    tags,
+    summary: "The card frame (iframe) for a merchant's public key",
+    description:
+      "Served with `Content-Security-Policy: frame-ancestors` set to the merchant's `tokenizer_origins`, " +
+      '`Cache-Control: no-store` and no `X-Frame-Options`. Refusals are plain text that no page may frame.',
+    security: NO_AUTH,
+    request: { query: z.object({ key: z.string().meta({ description: "The merchant's public key (pub_…)." }) }) },
+    responses: {
+      200: { description: 'The frame page.', content: { 'text/html': { schema: z.string() } } },
+      400: { description: 'No key, or not a public key.', content: { 'text/plain': { schema: z.string() } } },
+      401: { description: 'Unknown or revoked public key.', content: { 'text/plain': { schema: z.string() } } },
+      403: { description: 'The merchant lists no tokenizer origin.', content: { 'text/plain': { schema: z.string() } } },
+    },
+  });
+}
