@@ -8,11 +8,13 @@ import { requireAdmin } from './middleware/auth';
 import { admin } from './routes/admin';
 import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
+import { batchEvents } from './routes/batch-events';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
 import { transaction } from './routes/transaction';
 import { vault } from './routes/vault';
+import { webhooks } from './routes/webhooks';
 
 /** JSON bodies are small; the streamed uploads listed here enforce their own, larger limits. */
 export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
@@ -50,7 +52,9 @@ app.route('/api/lookup', lookup);
 app.route('/api/tokenizer', tokenizer);
 app.route('/api/vault', vault);
 app.route('/api/transaction', transaction);
+app.route('/api/filebatch', batchEvents); // before filebatch: the stream also takes a stream token
 app.route('/api/filebatch', filebatch);
+app.route('/api/webhooks', webhooks);
 
 app.onError(handleError);
 app.notFound((c) => {

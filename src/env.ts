@@ -1,5 +1,6 @@
 import type { BatchProgress } from './durable-objects/batch-progress';
 import type { ChunkMessage } from './schemas/queue';
+import type { WebhookDeliveryMessage } from './schemas/webhooks';
 
 /** Every binding, var and secret of the Worker (see wrangler.toml and README "Configuration"). */
 export interface Env {
@@ -9,6 +10,7 @@ export interface Env {
   FILES: R2Bucket;
   BATCH_QUEUE: Queue<ChunkMessage>;
   BATCH_PROGRESS: DurableObjectNamespace<BatchProgress>;
+  WEBHOOK_QUEUE: Queue<WebhookDeliveryMessage>;
   LOOKUP_RATE_LIMITER: RateLimit;
   TOKENIZER_RATE_LIMITER: RateLimit;
   TRANSACTION_RATE_LIMITER: RateLimit;
@@ -19,6 +21,8 @@ export interface Env {
   BATCH_STALL_MINUTES: string;
   BATCH_RETENTION_DAYS: string;
   BIN_CACHE_TTL_SECONDS: string;
+  WEBHOOK_ALLOW_LOCAL: string;
+  WEBHOOK_RETRY_DELAYS: string;
 
   /** Secret: operators' token for /admin/*. */
   ADMIN_TOKEN: string;

@@ -14,8 +14,10 @@ import type { Env } from '../env';
 import type { CsvChunk } from '../lib/csv';
 import { isoTimestamp } from '../lib/time';
 import type { ChunkMessage } from '../schemas/queue';
+import { eventDeps, publishBatchEnded } from '../services/webhooks/events';
 import { deleteUpload } from '../storage/batch-files';
 import { updateBatchState, type BatchStatus } from '../storage/batches';
+import { ProgressFeed } from './progress-feed';
 
 export interface BatchSnapshot {
   batchId: string;
@@ -58,6 +60,14 @@ type StateRow = {
 const ENDED: ReadonlySet<BatchStatus> = new Set(['completed', 'failed']);
 
 export class BatchProgress extends DurableObject<Env> {
+  /** Open progress streams (GET /api/filebatch/{id}/events): at most 4 states a second each. */
+  readonly #feed = new ProgressFeed<BatchSnapshot>({
+    minIntervalMs: 250,
+    heartbeatMs: 15_000,
+    isFinal: (batch) => ENDED.has(batch.status),
+    encode: (batch) => JSON.stringify(batch),
+  });
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec(`
@@ -143,6 +153,7 @@ export class BatchProgress extends DurableObject<Env> {
       now,
     );
     const updated = this.#requireState();
+    this.#feed.publish(toSnapshot(updated));
     if (updated.chunks_done === updated.num_chunks) {
       return { counted: true, batch: await this.#transition('completed', null) };
     }
@@ -166,6 +177,12 @@ export class BatchProgress extends DurableObject<Env> {
   async snapshot(): Promise<BatchSnapshot | null> {
     const state = this.#state();
     return state ? toSnapshot(state) : null;
+  }
+
+  /** The state now and at each change (one JSON snapshot per line), ending after the final one; null if never initialised. */
+  async watch(): Promise<ReadableStream<Uint8Array> | null> {
+    const state = this.#state();
+    return state ? this.#feed.open(toSnapshot(state)) : null;
   }
 
   /**
@@ -211,6 +228,7 @@ export class BatchProgress extends DurableObject<Env> {
       reason,
     );
     const state = this.#requireState();
+    this.#feed.publish(toSnapshot(state));
     if (ENDED.has(status)) {
       await this.ctx.storage.deleteAlarm();
       await this.#afterEnd(state);
@@ -220,10 +238,11 @@ export class BatchProgress extends DurableObject<Env> {
     return toSnapshot(state);
   }
 
-  /** The effects of an ended batch: D1 mirror, uploaded file deleted. Safe to repeat. */
+  /** The effects of an ended batch: D1 mirror, uploaded file deleted, webhook event. Safe to repeat. */
   async #afterEnd(state: StateRow): Promise<void> {
     await deleteUpload(this.env.FILES, state.batch_id);
     await this.#mirror(state);
+    await publishBatchEnded(eventDeps(this.env), toSnapshot(state));
   }
 
   async #mirror(state: StateRow): Promise<void> {

@@ -185,7 +185,7 @@ export async function enqueueBatch(env: Env, batchId: string, messages: ChunkMes
   await env.BATCH_PROGRESS.getByName(batchId).markQueued();
 }
 
-function toRecord(row: BatchRow, live: BatchSnapshot | null): BatchRecord {
+export function toRecord(row: BatchRow, live: BatchSnapshot | null): BatchRecord {
   const status = live?.status ?? row.status;
   const record: BatchRecord = {
     id: row.id,
