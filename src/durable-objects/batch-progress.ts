@@ -153,12 +153,12 @@ export class BatchProgress extends DurableObject<Env> {
       now,
     );
     const updated = this.#requireState();
-    this.#feed.publish(toSnapshot(updated));
     if (updated.chunks_done === updated.num_chunks) {
       return { counted: true, batch: await this.#transition('completed', null) };
     }
     await this.#armWatchdog();
     if (updated.status !== 'processing') return { counted: true, batch: await this.#transition('processing', null) };
+    this.#feed.publish(toSnapshot(updated));
     return { counted: true, batch: toSnapshot(updated) };
   }
 

@@ -76,6 +76,8 @@ describe('the progress stream of a running batch', () => {
 
       expect(seen.length).toBeGreaterThanOrEqual(3);
       expect(seen.some((record) => record.status === 'processing' && record.processed_lines > 0 && record.processed_lines < 10_000)).toBe(true);
+      // Lines are never shown done while the status still says the batch has not started.
+      expect(seen.filter((record) => record.processed_lines > 0).every((record) => ['processing', 'completed'].includes(record.status))).toBe(true);
       for (const [i, record] of seen.entries()) {
         // Every event is the batch record, field for field as the status operation shows it.
         expect(Object.keys(record).sort()).toEqual(Object.keys(final).sort());
