@@ -18,6 +18,7 @@ import {
   uploadOk,
   waitForStatus,
 } from '../helpers/batch';
+import { describeFindings, findSecrets } from '../helpers/leak-scan';
 import { createEndpoint, deliveries, receiver, signatureVerifies, statuses, type Delivery } from '../helpers/webhooks';
 
 let shop: TestMerchant;
@@ -140,6 +141,33 @@ describe('a batch that fails', () => {
       for (const endpoint of [endpointFailed, endpointCompleted]) {
         expect((await call('DELETE', `/api/webhooks/${endpoint.id}`, { key: shop.secretKey })).status).toBe(200);
       }
+    },
+    QUEUE_TEST_TIMEOUT,
+  );
+});
+
+describe('card data', () => {
+  it(
+    'never reaches a webhook: a batch of card rows, with a card number in its file name, sends only the masked record',
+    async () => {
+      const hook = receiver();
+      const endpoint = await createEndpoint(shop.secretKey, { url: hook.url });
+      const header = [...CARD_HEADER, 'cc_cvc'];
+      const rows = [
+        ['sale', '1500', '4242424242424242', '12/30', 'ord1', '737'],
+        ['sale', '1600', '5555555555554444', '12/30', 'ord2', '737'],
+      ];
+      const id = await uploadOk(shop.secretKey, csv(header, rows), '4242424242424242.csv');
+      await waitForStatus(shop.secretKey, id, 'completed');
+      await settled(endpoint.id);
+      const request = hook.received[0];
+      const everything = `${request?.body ?? ''}\n${[...(request?.headers.entries() ?? [])].map(([k, v]) => `${k}: ${v}`).join('\n')}`;
+      const findings = findSecrets(everything, { cardNumbers: ['4242424242424242', '5555555555554444'], cvcs: ['737'] }, 'webhook');
+      expect(findings, describeFindings(findings)).toEqual([]);
+      expect((JSON.parse(request?.body ?? '{}') as EventBody).data.file_name).toBe('424242******4242.csv');
+      const stored = await env.DB.prepare('SELECT payload FROM webhook_events WHERE batch_id = ?1').bind(id).first<{ payload: string }>();
+      expect(stored?.payload).toBe(request?.body);
+      expect((await call('DELETE', `/api/webhooks/${endpoint.id}`, { key: shop.secretKey })).status).toBe(200);
     },
     QUEUE_TEST_TIMEOUT,
   );
