@@ -136,13 +136,51 @@ export interface NewEvent {
   created_at: string;
 }
 
+/** Where a batch's event of one type stands, read in one round trip. */
+export interface EventState {
+  /** Whether the event was recorded already (by an earlier run of the transition's effects). */
+  recorded: boolean;
+  /** Its deliveries whose first attempt was never put on the queue. */
+  unsent: string[];
+  /** Endpoints of the batch's merchant that want this type and existed at `transitionAt`. */
+  subscribers: number;
+}
+
+const SUBSCRIBED = `EXISTS (SELECT 1 FROM json_each(e.events) WHERE json_each.value = ?2) AND e.created_at <= ?3`;
+
+export async function readEventState(db: D1Database, batchId: string, type: WebhookEventType, transitionAt: string): Promise<EventState> {
+  const [event, subscribers] = await db.batch([
+    db
+      .prepare(
+        `SELECT ev.id AS event_id, d.id AS delivery_id
+         FROM webhook_events ev
+         LEFT JOIN webhook_deliveries d ON d.event_id = ev.id AND d.enqueued_at IS NULL AND d.status = 'pending' AND d.attempts = 0
+         WHERE ev.batch_id = ?1 AND ev.type = ?2`,
+      )
+      .bind(batchId, type),
+    db
+      .prepare(
+        `SELECT COUNT(*) AS n FROM webhook_endpoints e
+         WHERE e.merchant_id = (SELECT merchant_id FROM batches WHERE id = ?1) AND ${SUBSCRIBED}`,
+      )
+      .bind(batchId, type, transitionAt),
+  ]);
+  const rows = (event?.results ?? []) as { event_id: string; delivery_id: string | null }[];
+  return {
+    recorded: rows.length > 0,
+    unsent: rows.flatMap((row) => (row.delivery_id === null ? [] : [row.delivery_id])),
+    subscribers: ((subscribers?.results ?? [])[0] as { n: number } | undefined)?.n ?? 0,
+  };
+}
+
 /**
- * Records the event and one pending delivery per endpoint of the merchant subscribed to its type,
- * in one transaction, unless this batch already has an event of this type: then nothing is
- * written (the first run's deliveries stand). True when this call recorded it.
+ * Records the event and one pending delivery per endpoint of the merchant subscribed to its type
+ * (and created by `transitionAt`: an endpoint gets the transitions after it was made), in one
+ * transaction, unless this batch already has an event of this type: then nothing is written.
+ * Answers the new deliveries' ids, or null when the event was there already.
  */
-export async function insertEventWithDeliveries(db: D1Database, event: NewEvent): Promise<boolean> {
-  const [inserted] = await db.batch([
+export async function insertEventWithDeliveries(db: D1Database, event: NewEvent, transitionAt: string): Promise<string[] | null> {
+  const [inserted, deliveries] = await db.batch([
     db
       .prepare(
         `INSERT OR IGNORE INTO webhook_events (id, merchant_id, type, batch_id, payload, created_at)
@@ -153,27 +191,15 @@ export async function insertEventWithDeliveries(db: D1Database, event: NewEvent)
     db
       .prepare(
         `INSERT INTO webhook_deliveries (id, merchant_id, endpoint_id, event_id, status, attempts, next_attempt_at, created_at)
-         SELECT 'whd_' || lower(hex(randomblob(12))), e.merchant_id, e.id, ?1, 'pending', 0, ?3, ?3
+         SELECT 'whd_' || lower(hex(randomblob(12))), e.merchant_id, e.id, ?4, 'pending', 0, ?5, ?5
          FROM webhook_endpoints e
-         WHERE e.merchant_id = ?2
-           AND EXISTS (SELECT 1 FROM json_each(e.events) WHERE json_each.value = ?4)
-           AND EXISTS (SELECT 1 FROM webhook_events WHERE id = ?1)`,
+         WHERE e.merchant_id = ?1 AND ${SUBSCRIBED} AND EXISTS (SELECT 1 FROM webhook_events WHERE id = ?4)
+         RETURNING id`,
       )
-      .bind(event.id, event.merchant_id, event.created_at, event.type),
+      .bind(event.merchant_id, event.type, transitionAt, event.id, event.created_at),
   ]);
-  return (inserted?.meta.changes ?? 0) === 1;
-}
-
-/** Deliveries of a batch's event whose first attempt has not been put on the queue yet. */
-export async function listUnsentDeliveries(db: D1Database, batchId: string, type: WebhookEventType): Promise<string[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT d.id FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
-       WHERE ev.batch_id = ?1 AND ev.type = ?2 AND d.enqueued_at IS NULL AND d.status = 'pending' AND d.attempts = 0`,
-    )
-    .bind(batchId, type)
-    .all<{ id: string }>();
-  return results.map((row) => row.id);
+  if ((inserted?.meta.changes ?? 0) !== 1) return null;
+  return ((deliveries?.results ?? []) as { id: string }[]).map((row) => row.id);
 }
 
 export async function markEnqueued(db: D1Database, ids: string[], at: string): Promise<void> {

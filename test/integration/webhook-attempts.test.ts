@@ -83,7 +83,7 @@ async function pendingDelivery(h: Harness, url = 'https://hooks.example.test/att
     batch_id: `bat_${crypto.randomUUID()}`,
     payload,
     created_at: isoTimestamp(h.now.value),
-  });
+  }, isoTimestamp(h.now.value));
   const row = await env.DB.prepare('SELECT id FROM webhook_deliveries WHERE event_id = ?1 AND endpoint_id = ?2')
     .bind(eventId, created.endpoint.id)
     .first<{ id: string }>();

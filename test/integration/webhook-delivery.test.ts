@@ -89,10 +89,13 @@ describe('a batch that completes', () => {
       const t = Number(/t=(\d+)/.exec(request.headers.get('Binbatch-Signature') ?? '')?.[1]);
       expect(Math.abs(t - Date.now() / 1000)).toBeLessThan(60);
 
-      // The transition's effects re-run (a late chunk reaches the ended batch): nothing new is sent.
+      // The transition's effects re-run (a late chunk reaches the ended batch): nothing new is sent,
+      // not even to an endpoint made since (an endpoint gets the transitions after its creation).
+      const late = await createEndpoint(shop.secretKey, { url: receiver().url });
       const again = await env.BATCH_PROGRESS.getByName(id).recordChunk(0);
       expect(again.counted).toBe(false);
       expect(await deliveries(shop.secretKey, endpointBoth.id)).toHaveLength(1);
+      expect(await deliveries(shop.secretKey, late.id)).toEqual([]);
       const events = await env.DB.prepare('SELECT COUNT(*) AS n FROM webhook_events WHERE batch_id = ?1').bind(id).first<{ n: number }>();
       expect(events?.n).toBe(1);
       const queued = await env.DB.prepare(
@@ -102,7 +105,7 @@ describe('a batch that completes', () => {
         .first<{ n: number }>();
       expect(queued?.n).toBe(2);
 
-      for (const endpoint of [endpointBoth, endpointCompleted, endpointFailed]) {
+      for (const endpoint of [endpointBoth, endpointCompleted, endpointFailed, late]) {
         expect((await call('DELETE', `/api/webhooks/${endpoint.id}`, { key: shop.secretKey })).status).toBe(200);
       }
     },
