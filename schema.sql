@@ -325,8 +325,8 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
 );
 CREATE INDEX IF NOT EXISTS webhook_endpoints_merchant ON webhook_endpoints(merchant_id, created_at);
 
--- One row per batch transition that is announced (at most one per batch and type: a re-run of the
--- transition's effects finds it and sends nothing new). `payload` is the exact JSON body sent, so
+-- One row per batch transition announced to at least one endpoint (at most one per batch and type:
+-- a re-run of the transition's effects finds it and sends nothing new). `payload` is the exact JSON body sent, so
 -- every attempt and redelivery sends the same bytes. It holds the batch record: no card data.
 CREATE TABLE IF NOT EXISTS webhook_events (
   id TEXT PRIMARY KEY,
