@@ -313,3 +313,59 @@ CREATE TABLE IF NOT EXISTS batches (
 );
 CREATE INDEX IF NOT EXISTS batches_merchant_created ON batches(merchant_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS batches_retention ON batches(ended_at) WHERE results_deleted_at IS NULL;
+
+
+-- == Webhooks ================================================================================
+
+-- A merchant's webhook endpoints (at most 10; src/services/webhooks/endpoints.ts). The signing
+-- secret (`whsec_…`, shown once) is sealed with AES-256-GCM under a key derived from CARD_DATA_KEY
+-- (HKDF, "binbatch webhook secret v1"), associated data "{merchant id}:{endpoint id}". After a
+-- rotation the previous secret keeps signing, beside the new one, until previous_secret_expires_at.
+-- `events` is a JSON array of event types.
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  url TEXT NOT NULL,
+  events TEXT NOT NULL,
+  sealed_secret TEXT NOT NULL,
+  sealed_previous_secret TEXT,
+  previous_secret_expires_at TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webhook_endpoints_merchant ON webhook_endpoints(merchant_id, created_at);
+
+-- One row per batch transition announced to at least one endpoint (at most one per batch and type:
+-- a re-run of the transition's effects finds it and sends nothing new). `payload` is the exact JSON body sent, so
+-- every attempt and redelivery sends the same bytes. It holds the batch record: no card data.
+CREATE TABLE IF NOT EXISTS webhook_events (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  type TEXT NOT NULL CHECK (type IN ('batch.completed', 'batch.failed')),
+  batch_id TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE (batch_id, type)
+);
+
+-- One event to one endpoint. `attempts` and `next_attempt_at` are the schedule (queue messages
+-- only carry the delivery id and the attempt number they are for); `enqueued_at` marks the first
+-- message as sent. The receiver's answer body is never stored; last_error says what went wrong
+-- ("HTTP 500", "timed out after 10 s", "network error").
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL REFERENCES merchants(id),
+  endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id),
+  event_id TEXT NOT NULL REFERENCES webhook_events(id),
+  redelivery_of TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_status_code INTEGER,
+  last_error TEXT,
+  next_attempt_at TEXT,
+  delivered_at TEXT,
+  enqueued_at TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_event ON webhook_deliveries(event_id);

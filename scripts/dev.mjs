@@ -3,7 +3,8 @@
 //  1. .dev.vars with a random ADMIN_TOKEN and CARD_DATA_KEY, created only when missing;
 //  2. schema.sql applied to the local D1;
 //  3. the demo merchant (keys shown in the README) and the sample data seeded;
-//  4. wrangler dev, with any extra flags passed through (`npm run dev -- --port 9000`);
+//  4. wrangler dev, with any extra flags passed through (`npm run dev -- --port 9000`), and two
+//     vars for local webhooks: endpoints on http://localhost are allowed, retries come in seconds;
 //  5. the demo checkout (examples/checkout) on the next port, an origin the demo merchant allows
 //     (`--demo-port N` picks another port, `--no-demo` leaves it out).
 import { spawn } from 'node:child_process';
@@ -53,8 +54,10 @@ if (!noDemo) {
   executeLocalSql(demoTokenizerOriginsSql([`http://localhost:${demoPort}`, `http://127.0.0.1:${demoPort}`]));
 }
 
+// Production keeps wrangler.toml's values (no local URLs; 8 attempts over about 22 hours).
+const webhookVars = ['--var', 'WEBHOOK_ALLOW_LOCAL:true', '--var', 'WEBHOOK_RETRY_DELAYS:5,10,20,40,80,160,320'];
 console.log(`Starting wrangler dev ${extra.join(' ')}`.trim());
-const child = spawn(process.execPath, [runWrangler, 'dev', ...extra], { stdio: 'inherit', env: localEnv });
+const child = spawn(process.execPath, [runWrangler, 'dev', ...webhookVars, ...extra], { stdio: 'inherit', env: localEnv });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 

@@ -9,11 +9,13 @@ import { admin } from './routes/admin';
 import { docs } from './routes/docs';
 import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
+import { batchEvents } from './routes/batch-events';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
 import { transaction } from './routes/transaction';
 import { vault } from './routes/vault';
+import { webhooks } from './routes/webhooks';
 
 /** JSON bodies are small; the streamed uploads listed here enforce their own, larger limits. */
 export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
@@ -47,14 +49,18 @@ app.route('/admin', admin);
 app.route('/admin', adminBins);
 app.route('/admin', adminProcessors);
 
-// Chained so that AppType carries every merchant route's input and output (src/client.ts).
+// Chained so that AppType carries every merchant route's input and output (src/client.ts). The
+// progress stream is mounted before filebatch: it also takes a stream token, which filebatch's
+// secret-key guard would refuse.
 const api = app
   .route('/', docs)
   .route('/api/lookup', lookup)
   .route('/api/tokenizer', tokenizer)
   .route('/api/vault', vault)
   .route('/api/transaction', transaction)
-  .route('/api/filebatch', filebatch);
+  .route('/api/filebatch', batchEvents)
+  .route('/api/filebatch', filebatch)
+  .route('/api/webhooks', webhooks);
 
 /** The merchant API's routes with their inputs and answers, for `hc` from `hono/client`. */
 export type AppType = typeof api;

@@ -4,7 +4,8 @@ import type { Env } from './env';
 import { systemClock } from './lib/time';
 import { consumeChunks } from './queues/chunk-consumer';
 import { consumeDeadLetters } from './queues/dead-letter-consumer';
-import { CHUNK_QUEUE, DEAD_LETTER_QUEUE } from './queues/names';
+import { CHUNK_QUEUE, DEAD_LETTER_QUEUE, WEBHOOK_DEAD_LETTER_QUEUE, WEBHOOK_QUEUE } from './queues/names';
+import { consumeWebhookDeadLetters, consumeWebhookDeliveries } from './queues/webhook-consumer';
 import { isPagePath, pages } from './routes/pages';
 import { deleteExpiredResults } from './services/batches/results';
 
@@ -17,6 +18,8 @@ export default {
   async queue(batch, env) {
     if (batch.queue === DEAD_LETTER_QUEUE) return consumeDeadLetters(batch, env);
     if (batch.queue === CHUNK_QUEUE) return consumeChunks(batch, env, systemClock);
+    if (batch.queue === WEBHOOK_QUEUE) return consumeWebhookDeliveries(batch, env, systemClock);
+    if (batch.queue === WEBHOOK_DEAD_LETTER_QUEUE) return consumeWebhookDeadLetters(batch, env);
     console.error(JSON.stringify({ level: 'error', event: 'unknown_queue', queue: batch.queue }));
     batch.retryAll();
   },

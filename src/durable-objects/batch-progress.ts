@@ -21,6 +21,7 @@ import {
   type LifecycleDeps,
 } from '../services/batches/lifecycle';
 import { hasEnded, type BatchInit, type BatchSnapshot, type BatchStatus, type ChunkRecorded } from '../services/batches/state';
+import { ProgressFeed } from './progress-feed';
 
 type StateRow = {
   batch_id: string;
@@ -37,6 +38,13 @@ type StateRow = {
 
 export class BatchProgress extends DurableObject<Env> {
   readonly #lifecycle: LifecycleDeps;
+  /** Open progress streams (GET /api/filebatch/{id}/events): at most 4 states a second each. */
+  readonly #feed = new ProgressFeed<BatchSnapshot>({
+    minIntervalMs: 250,
+    heartbeatMs: 15_000,
+    isFinal: (batch) => hasEnded(batch.status),
+    encode: (batch) => JSON.stringify(batch),
+  });
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -129,6 +137,7 @@ export class BatchProgress extends DurableObject<Env> {
     }
     // The state change comes before any await: another chunk's call may run at an await and
     // complete the batch, and a status read before it must not be written back after it.
+    if (updated.status === 'processing') this.#feed.publish(toSnapshot(updated));
     const batch = updated.status !== 'processing' ? this.#transition('processing', null) : Promise.resolve(toSnapshot(updated));
     await this.#armWatchdog();
     return { counted: true, batch: await batch };
@@ -149,6 +158,12 @@ export class BatchProgress extends DurableObject<Env> {
   async snapshot(): Promise<BatchSnapshot | null> {
     const state = this.#state();
     return state ? toSnapshot(state) : null;
+  }
+
+  /** The state now and at each change (one JSON snapshot per line), ending after the final one; null if never initialised. */
+  async watch(): Promise<ReadableStream<Uint8Array> | null> {
+    const state = this.#state();
+    return state ? this.#feed.open(toSnapshot(state)) : null;
   }
 
   /**
@@ -190,6 +205,7 @@ export class BatchProgress extends DurableObject<Env> {
       reason,
     );
     const state = this.#requireState();
+    this.#feed.publish(toSnapshot(state));
     if (hasEnded(status)) {
       await this.ctx.storage.deleteAlarm();
       await this.#afterEnd(state);
@@ -199,7 +215,7 @@ export class BatchProgress extends DurableObject<Env> {
     return toSnapshot(state);
   }
 
-  /** Tells the lifecycle; for an ended batch that is safe to repeat (D1 mirror, upload deleted). */
+  /** Tells the lifecycle; for an ended batch that is safe to repeat (D1 mirror, upload deleted, batch event). */
   async #afterEnd(state: StateRow): Promise<void> {
     await batchTransitioned(this.#lifecycle, toSnapshot(state));
   }

@@ -4,8 +4,10 @@
  * `app.routes` exactly: a test fails when an endpoint is added without an entry here.
  */
 import { env } from 'cloudflare:workers';
+import { vi } from 'vitest';
 import { admin, call, createMerchant, type TestMerchant } from './api';
 import { waitForStatus } from './batch';
+import { createEndpoint, deliveries, receiver } from './webhooks';
 
 export type Auth = 'secret' | 'any' | 'admin' | 'none';
 
@@ -26,6 +28,12 @@ export interface World {
   transactionId: string;
   /** A completed batch of the owner. */
   batchId: string;
+  /** The owner's webhook endpoint (its receiver answers 204) and its delivery of the batch's event. */
+  webhookId: string;
+  webhookUrl: string;
+  deliveryId: string;
+  /** An endpoint only DELETE uses. */
+  webhookToDelete: string;
 }
 
 export interface Endpoint {
@@ -44,6 +52,8 @@ export interface Endpoint {
   streamed?: boolean;
   /** The owner's success status (proves the request is right, so refusals are about access). */
   okStatus: number;
+  /** The Content-Type of that success, when it is neither JSON nor CSV. */
+  successType?: RegExp;
 }
 
 const CARD = '4242424242424242';
@@ -152,6 +162,57 @@ export const endpoints: Endpoint[] = [
     path: (w) => `/api/filebatch/${w.batchId}/download`,
     owned: true,
     okStatus: 200,
+  },
+  {
+    route: 'GET /api/filebatch/:id/events',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}/events`,
+    owned: true,
+    okStatus: 200,
+    successType: /^text\/event-stream/,
+  },
+  {
+    route: 'POST /api/filebatch/:id/events/token',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchId}/events/token`,
+    owned: true,
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/webhooks',
+    auth: 'secret',
+    path: () => '/api/webhooks',
+    body: (w) => ({ url: w.webhookUrl, events: ['batch.failed'] }),
+    okStatus: 201,
+  },
+  { route: 'GET /api/webhooks', auth: 'secret', path: () => '/api/webhooks', okStatus: 200 },
+  {
+    route: 'DELETE /api/webhooks/:id',
+    auth: 'secret',
+    path: (w) => `/api/webhooks/${w.webhookToDelete}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/webhooks/:id/rotate-secret',
+    auth: 'secret',
+    path: (w) => `/api/webhooks/${w.webhookId}/rotate-secret`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'GET /api/webhooks/:id/deliveries',
+    auth: 'secret',
+    path: (w) => `/api/webhooks/${w.webhookId}/deliveries`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/webhooks/:id/deliveries/:delivery_id/redeliver',
+    auth: 'secret',
+    path: (w) => `/api/webhooks/${w.webhookId}/deliveries/${w.deliveryId}/redeliver`,
+    owned: true,
+    okStatus: 202,
   },
   {
     route: 'POST /api/lookup/bin/protected',
@@ -278,8 +339,18 @@ export async function buildWorld(): Promise<World> {
     201,
     'transaction',
   );
+  const hook = receiver();
+  const webhook = await createEndpoint(owner.secretKey, { url: hook.url });
+  const webhookToDelete = await createEndpoint(owner.secretKey, { url: hook.url, events: ['batch.failed'] });
+
   const batch = await json<{ id: string }>(await call('POST', '/api/filebatch', { key: owner.secretKey, body: batchForm() }), 200, 'batch');
   await waitForStatus(owner.secretKey, batch.id, 'completed');
+  // The batch's event reaches the owner's endpoint: a delivered delivery, so redelivery is allowed.
+  const delivery = await vi.waitFor(async () => {
+    const [first] = await deliveries(owner.secretKey, webhook.id);
+    if (first?.status !== 'delivered') throw new Error('webhook not delivered yet');
+    return first;
+  }, { timeout: 30_000, interval: 20 });
 
   return {
     owner,
@@ -292,6 +363,10 @@ export async function buildWorld(): Promise<World> {
     spareKeyId: spare.id,
     transactionId: sale.id,
     batchId: batch.id,
+    webhookId: webhook.id,
+    webhookUrl: hook.url,
+    deliveryId: delivery.id,
+    webhookToDelete: webhookToDelete.id,
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { checkWebhookUrl } from '../../src/lib/webhook-url';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import {
   deeplyNested,
@@ -118,6 +119,17 @@ const doors: JsonDoor[] = [
     strictFields: { default_payment_method_id: 'default_payment_method_id' },
     accepts: [200],
     nullable: ['description', 'email'],
+  },
+  {
+    name: 'POST /api/webhooks',
+    method: 'POST',
+    path: () => '/api/webhooks',
+    key: () => shop.secretKey,
+    valid: () => ({ url: 'https://hooks.example.test/fuzz', events: ['batch.failed'] }),
+    strictFields: { url: 'url', events: 'events' },
+    // Each accepted body adds an endpoint: after the 10th, the limit answers 409.
+    accepts: [201, 409],
+    takes: (field, value) => field === 'url' && typeof value === 'string' && checkWebhookUrl(value.trim(), false).ok,
   },
 ];
 

@@ -47,9 +47,15 @@ describe.each(endpoints)('$route', (endpoint) => {
     }
     for (const [what, response] of outcomes) {
       expectSafeHeaders(response, `${endpoint.route}, ${what} (${response.status})`);
-      // The docs page is the one HTML answer; everything else is JSON or a CSV download.
-      const types = endpoint.route === 'GET /docs' ? /^text\/html/ : /^application\/json|^text\/csv/;
-      expect(response.headers.get('Content-Type'), what).toMatch(types);
+      // The docs page is the one HTML answer, the progress stream the one event stream; everything
+      // else is JSON or a CSV download.
+      const type =
+        endpoint.route === 'GET /docs'
+          ? /^text\/html/
+          : what === 'right key' && endpoint.successType
+            ? endpoint.successType
+            : /^application\/json|^text\/csv/;
+      if (response.status !== 204) expect(response.headers.get('Content-Type'), what).toMatch(type);
       await response.body?.cancel();
     }
   });

@@ -7,6 +7,7 @@
  *   sendChunkMessages  the only sender to BATCH_QUEUE (start, and the stall watchdog's re-send)
  *   batchTransitioned  called by the object after each transition it commits: the D1 mirror and,
  *                      once the batch has ended, the uploaded file deleted (it holds card numbers)
+ *                      and the batch event published to the merchant's webhook endpoints
  *   failBatch          the dead-letter consumer and a chunk whose file vanished end the batch
  *
  * The object calls `batchTransitioned` again for an ended batch whenever a late call reaches it,
@@ -17,6 +18,7 @@ import type { CsvChunk } from '../../lib/batch-csv';
 import type { ChunkMessage } from '../../schemas/queue';
 import { deleteUpload } from '../../storage/batch-files';
 import { insertBatchStatement, updateBatchState, type BatchRow } from '../../storage/batches';
+import { eventDeps, publishBatchEnded, type EventDeps } from '../webhooks/events';
 import { hasEnded, type BatchSnapshot } from './state';
 
 /** Queues accept at most 100 messages per sendBatch call. */
@@ -28,10 +30,11 @@ export interface LifecycleDeps {
   files: R2Bucket;
   queue: Queue<ChunkMessage>;
   progress: Env['BATCH_PROGRESS'];
+  events: EventDeps;
 }
 
 export function lifecycleDeps(env: Env): LifecycleDeps {
-  return { db: env.DB, files: env.FILES, queue: env.BATCH_QUEUE, progress: env.BATCH_PROGRESS };
+  return { db: env.DB, files: env.FILES, queue: env.BATCH_QUEUE, progress: env.BATCH_PROGRESS, events: eventDeps(env) };
 }
 
 /** Where a chunk's rows are in the uploaded file: what a chunk message carries (never row data). */
@@ -75,6 +78,8 @@ export async function batchTransitioned(deps: LifecycleDeps, batch: BatchSnapsho
     endedAt: ended ? batch.updatedAt : null,
     failureReason: batch.failureReason,
   });
+  // Once per transition however often this runs: the event is recorded under (batch, type).
+  if (ended) await publishBatchEnded(deps.events, batch);
 }
 
 /** Ends the batch as failed (the first reason wins); null when no such batch was ever created. */
