@@ -13,6 +13,7 @@ import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
 import { registerTransaction } from './paths/transaction';
 import { registerVault } from './paths/vault';
+import { registerWebhooks } from './paths/webhooks';
 import { README_EXAMPLES } from './readme-examples';
 
 /** Every resource's operations; a new resource adds its register function here. */
@@ -25,6 +26,7 @@ const RESOURCES = [
   registerAdmin,
   registerService,
   registerPages,
+  registerWebhooks,
 ];
 
 const TAGS = [
@@ -34,6 +36,7 @@ const TAGS = [
   { name: 'Batch files', description: 'Upload a CSV of transactions, follow it, download the results (secret key).' },
   { name: 'Admin', description: 'Operators: merchants, keys, processors, BIN data and surcharge rules (`ADMIN_TOKEN`).' },
   { name: 'Service', description: 'Health, this document and its page (no key).' },
+  { name: 'Webhooks', description: 'Signed batch events for the merchant\'s endpoints, and their deliveries (secret key).' },
   { name: 'Tokenizer pages', description: "The hosted tokenizer's script and card frame, and the docs page's files (no key)." },
 ];
 

@@ -328,6 +328,51 @@ export const README_EXAMPLES: ReadmeExample[] = [
   },
   {
     "method": "POST",
+    "path": "/api/webhooks",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"url\": \"http://localhost:8789/webhooks\"}",
+    "source": "curl -s -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"url\": \"http://localhost:8789/webhooks\"}' http://localhost:8787/api/webhooks\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"whe_1ram4n995oimsb8tptic\",\"url\":\"http://localhost:8789/webhooks\",\"events\":[\"batch.completed\",\"batch.failed\"],\"created_at\":\"2026-11-23T11:45:21.540Z\",\"previous_secret_expires_at\":null,\"secret\":\"whsec_njB3i4_VizgLIFhQ96yKta1Pqdbm0LaQd7UJG1yabZ4\"}}",
+    "section": "Webhooks"
+  },
+  {
+    "method": "POST",
+    "path": "/api/filebatch",
+    "query": "",
+    "contentType": "multipart/form-data",
+    "body": null,
+    "source": "ID=$(curl -s -H \"Authorization: $SECRET\" -F \"file=@examples/batch-sample.csv\" http://localhost:8787/api/filebatch \\\n  | sed -E 's/.*\"id\":\"([^\"]+)\".*/\\1/')",
+    "section": "Webhooks"
+  },
+  {
+    "method": "GET",
+    "path": "/api/filebatch/$ID/events",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -N -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID/events\n# → retry: 3000",
+    "section": "Webhooks"
+  },
+  {
+    "method": "GET",
+    "path": "/api/webhooks/whe_1ram4n995oimsb8tptic/deliveries",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/webhooks/whe_1ram4n995oimsb8tptic/deliveries\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":[{\"id\":\"whd_89df76e8b243026fd3d186ff\",\"endpoint_id\":\"whe_1ram4n995oimsb8tptic\",\"event_id\":\"evt_6rj5d92f8nr0gbuiaef0a1t7\",\"type\":\"batch.completed\",\"status\":\"delivered\",\"attempts\":1,\"last_status_code\":204,\"last_error\":null,\"next_attempt_at\":null,\"delivered_at\":\"2026-11-23T11:45:27.925Z\",…}],\"total_count\":1,\"limit\":20,\"offset\":0}",
+    "section": "Webhooks"
+  },
+  {
+    "method": "POST",
+    "path": "/api/webhooks/whe_1ram4n995oimsb8tptic/deliveries/whd_89df76e8b243026fd3d186ff/redeliver",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -X POST -H \"Authorization: $SECRET\" \\\n  http://localhost:8787/api/webhooks/whe_1ram4n995oimsb8tptic/deliveries/whd_89df76e8b243026fd3d186ff/redeliver",
+    "section": "Webhooks"
+  },
+  {
+    "method": "POST",
     "path": "/admin/merchants",
     "query": "",
     "contentType": "application/json",

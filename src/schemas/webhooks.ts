@@ -5,7 +5,9 @@
  * bodies with these types.
  */
 import { z } from 'zod';
+import { deletedSchema, successEnvelopeSchema, timestampSchema } from './envelope';
 import { listQuerySchema } from './filebatch';
+import { batchRecordSchema } from './filebatch-response';
 
 export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -40,86 +42,87 @@ export const batchEventsQuerySchema = z.object({
   token: z.string().max(200, 'must be at most 200 characters').optional(),
 });
 
-// ---- answers --------------------------------------------------------------------------------
+// ---- answers (strict: the OpenAPI document publishes them and the contract tests hold answers to them)
 
-function envelope<T extends z.ZodType>(data: T) {
-  return z.object({ status: z.literal('success'), msg: z.literal('success'), data });
-}
-
-const timestamp = z.string().describe('ISO 8601 with milliseconds and Z');
-
-/** The batch record exactly as GET /api/filebatch/{id} answers it (SPEC.md "Batch record"). */
-export const batchRecordSchema = z.object({
-  id: z.string(),
-  user_id: z.string().describe('the owning merchant'),
-  file_name: z.string(),
-  status: z.enum(['pending', 'queued', 'processing', 'completed', 'failed']),
-  num_lines: z.int(),
-  processed_lines: z.int(),
-  created_at: timestamp,
-  updated_at: timestamp,
-  failure_reason: z.string().optional().describe('only on a failed batch'),
-});
-
-export const webhookEndpointSchema = z.object({
-  id: z.string().describe('whe_…'),
-  url: z.string(),
-  events: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
-  created_at: timestamp,
-  previous_secret_expires_at: timestamp.nullable().describe('until then the previous secret signs too (after a rotation)'),
-});
+/** The endpoint as listed: never its secret. */
+export const webhookEndpointSchema = z
+  .strictObject({
+    id: z.string().meta({ description: 'whe_…' }),
+    url: z.string(),
+    events: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
+    created_at: timestampSchema,
+    previous_secret_expires_at: timestampSchema
+      .nullable()
+      .meta({ description: 'Until then the previous secret signs too (after a rotation).' }),
+  })
+  .meta({ id: 'WebhookEndpoint' });
 export type WebhookEndpoint = z.infer<typeof webhookEndpointSchema>;
 
 /** Creation and rotation answer the secret, once; it is never shown again. */
-export const webhookEndpointWithSecretSchema = webhookEndpointSchema.extend({
-  secret: z.string().describe('whsec_…: the HMAC key, shown once'),
-});
+export const webhookEndpointWithSecretSchema = webhookEndpointSchema
+  .extend({ secret: z.string().meta({ description: 'whsec_…: the HMAC key, shown once.' }) })
+  .meta({ id: 'WebhookEndpointWithSecret' });
 export type WebhookEndpointWithSecret = z.infer<typeof webhookEndpointWithSecretSchema>;
 
-export const webhookDeliverySchema = z.object({
-  id: z.string().describe('whd_…'),
-  endpoint_id: z.string(),
-  event_id: z.string().describe('evt_…: the same for every delivery and redelivery of one event'),
-  type: z.enum(WEBHOOK_EVENT_TYPES),
-  status: z.enum(['pending', 'delivered', 'failed']),
-  attempts: z.int(),
-  last_status_code: z.int().nullable().describe("the receiver's last HTTP status; null before an answer or after a timeout"),
-  last_error: z.string().nullable(),
-  next_attempt_at: timestamp.nullable(),
-  delivered_at: timestamp.nullable(),
-  created_at: timestamp,
-  redelivery_of: z.string().nullable(),
-});
+export const webhookDeliverySchema = z
+  .strictObject({
+    id: z.string().meta({ description: 'whd_…' }),
+    endpoint_id: z.string(),
+    event_id: z.string().meta({ description: 'evt_…: the same for every delivery and redelivery of one event.' }),
+    type: z.enum(WEBHOOK_EVENT_TYPES),
+    status: z.enum(['pending', 'delivered', 'failed']),
+    attempts: z.int().min(0),
+    last_status_code: z
+      .int()
+      .nullable()
+      .meta({ description: "The receiver's last HTTP status; null before an answer or after a timeout." }),
+    last_error: z.string().nullable(),
+    next_attempt_at: timestampSchema.nullable(),
+    delivered_at: timestampSchema.nullable(),
+    created_at: timestampSchema,
+    redelivery_of: z.string().nullable(),
+  })
+  .meta({ id: 'WebhookDelivery' });
 export type WebhookDelivery = z.infer<typeof webhookDeliverySchema>;
 
-export const webhookCreatedResponseSchema = envelope(webhookEndpointWithSecretSchema);
-export const webhookListResponseSchema = envelope(z.array(webhookEndpointSchema));
-export const webhookDeletedResponseSchema = envelope(z.object({ id: z.string(), deleted: z.literal(true) }));
-export const webhookRotatedResponseSchema = envelope(webhookEndpointWithSecretSchema);
-export const deliveryListResponseSchema = envelope(z.array(webhookDeliverySchema)).extend({
-  total_count: z.int(),
-  limit: z.int(),
-  offset: z.int(),
-});
-export const redeliveryResponseSchema = envelope(webhookDeliverySchema);
+export const webhookCreatedResponseSchema = successEnvelopeSchema(webhookEndpointWithSecretSchema);
+export const webhookListResponseSchema = successEnvelopeSchema(z.array(webhookEndpointSchema));
+export const webhookDeletedResponseSchema = successEnvelopeSchema(deletedSchema);
+export const webhookRotatedResponseSchema = successEnvelopeSchema(webhookEndpointWithSecretSchema);
+/** An endpoint's deliveries, newest first: the envelope plus the page it is (as the batch list). */
+export const deliveryListResponseSchema = z
+  .strictObject({
+    status: z.literal('success'),
+    msg: z.literal('success'),
+    data: z.array(webhookDeliverySchema),
+    total_count: z.int().min(0),
+    limit: z.int().min(1).max(100),
+    offset: z.int().min(0),
+  })
+  .meta({ id: 'WebhookDeliveryList' });
+export const redeliveryResponseSchema = successEnvelopeSchema(webhookDeliverySchema);
 
-export const streamTokenSchema = z.object({
-  token: z.string().describe('bst_…'),
-  expires_at: timestamp,
-  url: z.string().describe('the stream path with the token: open it with EventSource'),
-});
-export const streamTokenResponseSchema = envelope(streamTokenSchema);
+export const streamTokenSchema = z
+  .strictObject({
+    token: z.string().meta({ description: 'bst_…' }),
+    expires_at: timestampSchema,
+    url: z.string().meta({ description: 'The stream path with the token: open it with EventSource.' }),
+  })
+  .meta({ id: 'StreamToken' });
+export const streamTokenResponseSchema = successEnvelopeSchema(streamTokenSchema);
 
 /**
  * What a receiver gets: the body of every delivery (POST, application/json), signed in the
- * Binbatch-Signature header. Also each `data:` line of the progress stream is a batchRecordSchema.
+ * Binbatch-Signature header. Each `data:` line of the progress stream is a batch record too.
  */
-export const webhookEventSchema = z.object({
-  id: z.string().describe('evt_…: drop a delivery whose event id you have already handled'),
-  type: z.enum(WEBHOOK_EVENT_TYPES),
-  created_at: timestamp,
-  data: batchRecordSchema,
-});
+export const webhookEventSchema = z
+  .strictObject({
+    id: z.string().meta({ description: 'evt_…: drop a delivery whose event id you have already handled.' }),
+    type: z.enum(WEBHOOK_EVENT_TYPES),
+    created_at: timestampSchema,
+    data: batchRecordSchema,
+  })
+  .meta({ id: 'WebhookEvent' });
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;
 
 // ---- queue ----------------------------------------------------------------------------------
