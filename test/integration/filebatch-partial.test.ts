@@ -111,7 +111,7 @@ describe('partial download of a failed batch', () => {
     const entries = await ledger(merchant.id, `${id}:`);
     expect(rows.map((r) => r.response)).toEqual(['approved', 'approved', 'approved', 'approved', 'approved', 'approved', 'error', 'error', 'approved', 'approved']);
     expect(rows.slice(4, 6).map((r) => r.auth_code)).toEqual([6, 7].map((n) => ledgerAuthCode(entries.get(line(id, n)))));
-    expect(rows.slice(4, 6).every((r) => r.id.startsWith('txn_') && r.masked_account === '411111******1111')).toBe(true);
+    expect(rows.slice(4, 6).every((r) => (r.id ?? '').startsWith('txn_') && r.masked_account === '411111******1111')).toBe(true);
     expect(rows.slice(6, 8).map((r) => r.processor_response_text)).toEqual([NOT_PROCESSED, NOT_PROCESSED]);
     // Nothing charged is missing from the file, and nothing was charged twice to find out.
     const reported = new Map(rows.map((r) => [r.idempotency_key, r]));
