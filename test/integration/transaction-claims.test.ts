@@ -118,6 +118,11 @@ describe('one Idempotency-Key, one processor call', () => {
     expect((await retry.json<Envelope>()).errors).toEqual([
       { field: 'Idempotency-Key', msg: 'is in use by a request that is still being processed; retry later' },
     ]);
+    // Another body under the held key is the usual conflict, known already.
+    const other = await post('held-1', { ...SALE, amount: '2000' });
+    expect(other.status).toBe(409);
+    expect(other.headers.get('Retry-After')).toBeNull();
+    expect((await other.json<Envelope>()).msg).toBe('Idempotency-Key: was already used with a different request');
     expect(charge).not.toHaveBeenCalled();
     expect(lookup).not.toHaveBeenCalled();
     expect(await claimRows('held-1')).toEqual([{ status: 'processing', n: 1 }]);

@@ -109,8 +109,9 @@ export async function runTransactions(
     record: null,
     takeoverInSeconds: Math.max(1, takeoverInSeconds(claim, now)),
   });
+  // Another body under a claimed key is a conflict already; the same body waits for the outcome.
   const answerFromRecord = (p: Prepared, stored: StoredTransaction): TransactionOutcome =>
-    isClaim(stored) ? inProgress(stored) : fromStored(p, stored);
+    isClaim(stored) && stored.requestHash === p.hash ? inProgress(stored) : fromStored(p, stored);
   let processors: ProcessorRecord[] | null = null;
   const loadProcessors = async () => (processors ??= await merchantProcessors(env.DB, caller.merchantId, clock));
   let accounts: ProcessorAccounts | null = null;
