@@ -93,14 +93,8 @@ export async function settleClaims(
     else charged.push(completed(claim, answer.value));
   });
   const [completedIds, releasedIds] = await Promise.all([
-    completeClaims(
-      db,
-      charged.map((c) => c.record),
-    ),
-    releaseClaims(
-      db,
-      neverReceived.map((c) => String(c.record.id)),
-    ),
+    completeClaims(db, charged.map((c) => c.record)),
+    releaseClaims(db, neverReceived.map((c) => String(c.record.id))),
   ]);
   const settlement: ClaimSettlement = { completed: [], released: [], open };
   for (const claim of charged) (completedIds.has(String(claim.record.id)) ? settlement.completed : open).push(claim);
@@ -150,10 +144,7 @@ export async function chargeClaims(
   });
 
   const done = new Map<string, StoredTransaction>();
-  const written = await completeClaims(
-    db,
-    answered.map((c) => c.record),
-  );
+  const written = await completeClaims(db, answered.map((c) => c.record));
   for (const claim of answered) if (written.has(String(claim.record.id))) done.set(String(claim.record.id), claim);
   if (unanswered.length === 0) return done;
 

@@ -156,19 +156,12 @@ export async function runTransactions(
       if (resolution.ok) toClaim.push({ index, claim: { stored: resolution.stored, charge: resolution.charge } });
       else outcomes[index] = invalid(prepared[index] as Prepared, resolution.errors);
     });
-    const claimedIds = await insertTransactions(
-      env.DB,
-      toClaim.map(({ claim }) => claim.stored),
-    );
+    const claimedIds = await insertTransactions(env.DB, toClaim.map(({ claim }) => claim.stored));
     const held = toClaim.filter(({ claim }) => claimedIds.has(String(claim.stored.record.id)));
     const lost = toClaim.filter(({ claim }) => !claimedIds.has(String(claim.stored.record.id)));
 
     // 5. The processor, once per claim held; the answers complete the claims in one statement.
-    const done = await chargeClaims(
-      env.DB,
-      await loadAccounts(),
-      held.map(({ claim }) => claim),
-    );
+    const done = await chargeClaims(env.DB, await loadAccounts(), held.map(({ claim }) => claim));
     const ours = new Map<string, StoredTransaction>();
     const reread: string[] = lost.map(({ claim }) => claim.charge.idempotencyKey);
     for (const { index, claim } of held) {

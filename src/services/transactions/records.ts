@@ -211,6 +211,8 @@ export function settledRecord(pending: TransactionRecord, result: ChargeResult):
   };
 }
 
+export const NOT_PROCESSED_TEXT = 'not processed: the batch failed before this row ran; nothing was charged';
+
 /**
  * The result line of a batch row that never ran (its chunk did not finish before the batch
  * failed): response `error`, no processor, nothing charged (a partial download reports it).
@@ -228,8 +230,6 @@ export function notProcessedRecord(meta: { idempotencyKey: string; ipAddress: st
   } satisfies Partial<TransactionRecord>);
   return record;
 }
-
-export const NOT_PROCESSED_TEXT = 'not processed: the batch failed before this row ran; nothing was charged';
 
 /** A refused row's value shown back in its result line, unless it holds a card number. */
 function echo(value: string): string | null {
