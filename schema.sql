@@ -285,6 +285,26 @@ CREATE TABLE IF NOT EXISTS transactions (
   UNIQUE (merchant_id, idempotency_key)
 );
 CREATE INDEX IF NOT EXISTS transactions_batch ON transactions(batch_id) WHERE batch_id IS NOT NULL;
+-- Claims: a transactions row is written before its processor is asked, with status (and response)
+-- 'processing', response_code 0 and the answer's columns empty; the answer completes it in place.
+-- Such a row is never answered as a record (docs/transactions.md, "Idempotency").
+
+-- The sandbox processor's own ledger (src/storage/sandbox-ledger.ts), as a gateway keeps its
+-- transactions by order id: what it was asked under each idempotency key and its answer (JSON of
+-- codes and texts; no card data). A key sent again gets the first answer; charge_calls and
+-- lookup_calls count how often the key was sent and looked up.
+CREATE TABLE IF NOT EXISTS sandbox_charges (
+  processor_id TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  type TEXT NOT NULL,
+  amount INTEGER NOT NULL,
+  payment_type TEXT NOT NULL CHECK (payment_type IN ('card', 'ach')),
+  result TEXT NOT NULL,
+  charge_calls INTEGER NOT NULL DEFAULT 1,
+  lookup_calls INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (processor_id, idempotency_key)
+) WITHOUT ROWID;
 
 
 -- == Batches =================================================================================

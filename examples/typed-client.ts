@@ -32,7 +32,7 @@ export async function runBatch(api: Client, file: File, options: { pollMs?: numb
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 500));
   }
 
-  const download = await api.api.filebatch[':id'].download.$get({ param: { id: batch.id } });
+  const download = await api.api.filebatch[':id'].download.$get({ param: { id: batch.id }, query: {} });
   if (!download.ok) throw new Error(`download refused (${download.status})`);
   return { id: batch.id, status: 'completed', numLines: batch.num_lines, resultsCsv: await download.text() };
 }

@@ -20,7 +20,14 @@ import {
   sendChunkMessages,
   type LifecycleDeps,
 } from '../services/batches/lifecycle';
-import { hasEnded, type BatchInit, type BatchSnapshot, type BatchStatus, type ChunkRecorded } from '../services/batches/state';
+import {
+  hasEnded,
+  type BatchInit,
+  type BatchSnapshot,
+  type BatchStatus,
+  type ChunkLines,
+  type ChunkRecorded,
+} from '../services/batches/state';
 import { ProgressFeed } from './progress-feed';
 
 type StateRow = {
@@ -158,6 +165,14 @@ export class BatchProgress extends DurableObject<Env> {
   async snapshot(): Promise<BatchSnapshot | null> {
     const state = this.#state();
     return state ? toSnapshot(state) : null;
+  }
+
+  /** The chunk map by lines, in chunk order (what a partial download needs). */
+  async chunkLines(): Promise<ChunkLines[]> {
+    return this.ctx.storage.sql
+      .exec<{ chunk: number; first_line: number; rows: number }>('SELECT chunk, first_line, rows FROM chunks ORDER BY chunk')
+      .toArray()
+      .map((row) => ({ chunk: row.chunk, firstLine: row.first_line, rows: row.rows }));
   }
 
   /** The state now and at each change (one JSON snapshot per line), ending after the final one; null if never initialised. */

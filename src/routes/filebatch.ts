@@ -8,9 +8,10 @@ import { MultipartError, MultipartReader, multipartBoundary } from '../lib/multi
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
 import { validate } from '../middleware/validate';
-import { batchIdParamSchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
+import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
 import { batchLimits } from '../services/batches/limits';
 import { getBatch, listBatches } from '../services/batches/records';
+import { openPartialDownload } from '../services/batches/partial-results';
 import { openDownload } from '../services/batches/results';
 import { acceptUpload, type UploadSource } from '../services/batches/upload';
 
@@ -54,19 +55,32 @@ export const filebatch = new Hono<AppEnv>()
   if (!batch) throw new AppError('not_found', 'batch not found');
   return c.json(batch);
   })
-  .get('/:id/download', validate('param', batchIdParamSchema), async (c) => {
-  const outcome = await openDownload(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
+  .get('/:id/download', validate('param', batchIdParamSchema), validate('query', downloadQuerySchema), async (c) => {
+  const id = c.req.valid('param').id;
+  const { partial } = c.req.valid('query');
+  const outcome = partial
+    ? await openPartialDownload(c.env, c.get('caller'), id, systemClock)
+    : await openDownload(c.env, c.get('caller').merchantId, id, systemClock);
   if (!outcome.ok) {
     switch (outcome.reason) {
       case 'not_found':
         throw new AppError('not_found', 'batch not found');
       case 'not_completed':
         throw new AppError('conflict', 'batch is not in completed status');
+      case 'not_ended':
+        throw new AppError('conflict', 'batch is still running: partial=true downloads a failed batch');
+      case 'settling':
+        throw new AppError(
+          'conflict',
+          'some rows are still being settled with the processor; retry after the Retry-After seconds',
+          undefined,
+          { 'Retry-After': String(outcome.retryAfterSeconds) },
+        );
       case 'expired':
         throw new AppError('gone', 'batch results expired');
     }
   }
-  const name = resultFileName(outcome.fileName);
+  const name = resultFileName(outcome.fileName, 'partial' in outcome);
   return c.body(outcome.body, 200, {
     'Content-Type': 'text/csv; charset=utf-8',
     'Content-Disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
@@ -114,6 +128,6 @@ function cleanFileName(name: string): string {
   return clean === '' ? 'upload.csv' : clean;
 }
 
-function resultFileName(fileName: string): string {
-  return `${fileName.replace(/\.csv$/i, '')}-results.csv`;
+function resultFileName(fileName: string, partial = false): string {
+  return `${fileName.replace(/\.csv$/i, '')}-${partial ? 'partial-' : ''}results.csv`;
 }

@@ -38,6 +38,11 @@ export const transaction = new Hono<AppEnv>()
     );
     if (!outcome) throw new Error('transaction engine answered no outcome');
     if (!outcome.ok) {
+      // Another request with this key is still with the processor: 409, and ask again shortly
+      // (its answer is usually there within a second; docs/transactions.md, "Idempotency").
+      if (outcome.reason === 'in_progress') {
+        throw new AppError('conflict', describeFieldErrors(outcome.errors), outcome.errors, { 'Retry-After': '1' });
+      }
       const code = outcome.reason === 'idempotency_conflict' ? 'conflict' : 'bad_request';
       throw new AppError(code, describeFieldErrors(outcome.errors), outcome.errors);
     }

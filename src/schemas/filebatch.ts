@@ -13,3 +13,11 @@ export const listQuerySchema = z.object({
   limit: z.coerce.number('must be an integer').int('must be an integer').min(1, 'must be 1 or more').max(100, 'must be at most 100').default(20),
   offset: z.coerce.number('must be an integer').int('must be an integer').min(0, 'must be 0 or more').default(0),
 });
+
+/** `?partial=true`: a failed batch's results as far as they go (docs/batch.md, "Partial download"). */
+export const downloadQuerySchema = z.object({
+  partial: z
+    .enum(['true', 'false'], 'must be true or false')
+    .optional()
+    .transform((value) => value === 'true'),
+});

@@ -169,4 +169,9 @@ export type TransactionOutcome =
   /** Refused before processing: `record` is the row's result line (response "error"), not stored. */
   | { ok: false; reason: 'invalid'; errors: RowError[]; record: TransactionRecord }
   /** API only: the idempotency key was used before with a different request. */
-  | { ok: false; reason: 'idempotency_conflict'; errors: RowError[]; record: null };
+  | { ok: false; reason: 'idempotency_conflict'; errors: RowError[]; record: null }
+  /**
+   * Another attempt holds the key's claim and may be asking the processor right now: nothing was
+   * done. Ask again later; after `takeoverInSeconds` an unfinished claim is settled by the next attempt.
+   */
+  | { ok: false; reason: 'in_progress'; errors: RowError[]; record: null; takeoverInSeconds: number };

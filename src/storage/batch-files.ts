@@ -110,3 +110,16 @@ export async function deleteResultParts(bucket: R2Bucket, batchId: string): Prom
     cursor = listing.truncated ? listing.cursor : undefined;
   } while (cursor);
 }
+
+/** The chunks of a batch that have a result part. */
+export async function listResultParts(bucket: R2Bucket, batchId: string): Promise<Set<number>> {
+  const prefix = `results/${batchId}/`;
+  const chunks = new Set<number>();
+  let cursor: string | undefined;
+  do {
+    const listing = await bucket.list({ prefix, limit: 1000, ...(cursor ? { cursor } : {}) });
+    for (const object of listing.objects) chunks.add(Number(object.key.slice(prefix.length).replace(/\.csv$/, '')));
+    cursor = listing.truncated ? listing.cursor : undefined;
+  } while (cursor);
+  return chunks;
+}

@@ -4,6 +4,7 @@
  * array in a single bound parameter, which keeps far below D1's 100-parameter and 100 KB
  * statement limits while writing hundreds of rows in one round trip.
  */
+import { jsonArrayParameters } from '../lib/json-parameters';
 import { RESULT_COLUMNS, type ResultColumn, type TransactionRecord } from '../schemas/transaction-columns';
 
 /** Request fields stored beside the record (the result CSV has no column for them). */
@@ -137,4 +138,67 @@ export async function findTransaction(db: D1Database, merchantId: string, id: st
     .bind(merchantId, id)
     .first<Row>();
   return row ? toStoredTransaction(row) : null;
+}
+
+/*
+ * Claims (docs/transactions.md, "Idempotency"). A request's record is inserted before its
+ * processor is asked, with status `processing`: the (merchant, idempotency key) is then taken,
+ * and the row holds everything but the processor's answer. The answer completes it in place, or,
+ * when the processor never received the charge, the claim is released (deleted).
+ */
+
+/** A row in this status is a claim: its key is taken and the processor may be being asked. */
+export const CLAIMED_STATUS = 'processing';
+
+/** The columns only the processor's answer decides; completing a claim writes these. */
+const ANSWER_COLUMNS = [
+  'amount_authorized',
+  'amount_captured',
+  'response',
+  'response_code',
+  'status',
+  'captured_at',
+  'auth_code',
+  'processor_response_code',
+  'processor_response_text',
+  'avs_response_code',
+  'cvv_response_code',
+] as const satisfies readonly ResultColumn[];
+
+const COMPLETE_SQL = `UPDATE transactions
+  SET (${ANSWER_COLUMNS.join(', ')}) = (${ANSWER_COLUMNS.map((_, i) => `json_extract(answer.value, '$[${i + 1}]')`).join(', ')})
+  FROM json_each(?1) AS answer
+  WHERE transactions.id = json_extract(answer.value, '$[0]') AND transactions.status = '${CLAIMED_STATUS}'
+  RETURNING transactions.id`;
+
+/**
+ * Writes the answer columns of claimed records (one statement per ~900 KB) and answers the ids
+ * completed; a claim another attempt completed or released meanwhile is absent from the answer.
+ */
+export async function completeClaims(db: D1Database, records: readonly TransactionRecord[]): Promise<Set<string>> {
+  if (records.length === 0) return new Set();
+  const rows = records.map((record) => JSON.stringify([record.id, ...ANSWER_COLUMNS.map((column) => record[column])]));
+  const results = await db.batch<{ id: string }>(jsonArrayParameters(rows).map((json) => db.prepare(COMPLETE_SQL).bind(json)));
+  return new Set(results.flatMap((result) => result.results.map((row) => row.id)));
+}
+
+/** Deletes claims still open (their charge never reached the processor); answers the ids deleted. */
+export async function releaseClaims(db: D1Database, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { results } = await db
+    .prepare(
+      `DELETE FROM transactions WHERE id IN (SELECT value FROM json_each(?1)) AND status = '${CLAIMED_STATUS}' RETURNING id`,
+    )
+    .bind(JSON.stringify(ids))
+    .all<{ id: string }>();
+  return new Set(results.map((row) => row.id));
+}
+
+/** The open claims of a batch's rows. */
+export async function findBatchClaims(db: D1Database, merchantId: string, batchId: string): Promise<StoredTransaction[]> {
+  const { results } = await db
+    .prepare(`SELECT * FROM transactions WHERE batch_id = ?1 AND merchant_id = ?2 AND status = '${CLAIMED_STATUS}'`)
+    .bind(batchId, merchantId)
+    .all<Row>();
+  return results.map(toStoredTransaction);
 }

@@ -13,7 +13,9 @@ import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChunkMessage } from '../../src/schemas/queue';
-import { sandboxProcessor } from '../../src/services/transactions/processors/sandbox';
+import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
+import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
+import { listSandboxLedger } from '../../src/storage/sandbox-ledger';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
 import { fuzzRuns } from '../helpers/fuzz';
@@ -108,19 +110,22 @@ async function expectCompletedExactlyOnce(id: string, rows: number): Promise<voi
 describe('the consumer fails partway and is retried', () => {
   it('dies mid-chunk after charging some rows: each row recorded once, a re-sent charge carries the same key', async () => {
     const { id, messages } = await newBatch(10);
-    const charge = sandboxProcessor.charge.bind(sandboxProcessor);
+    const charge = SandboxProcessor.prototype.charge;
     const keys: string[] = [];
-    vi.spyOn(sandboxProcessor, 'charge').mockImplementation(async (request) => {
+    vi.spyOn(SandboxProcessor.prototype, 'charge').mockImplementation(async function (this: SandboxProcessor, request) {
       keys.push(request.idempotencyKey);
       if (keys.length === 3) throw new Error('processor connection reset');
-      return charge(request);
+      return charge.call(this, request);
     });
     await settle(messages);
     await expectCompletedExactlyOnce(id, 10);
-    // The chunk ran again, so its first rows went to the processor twice, with the row's own key
-    // both times: a networked processor deduplicates on it (the sandbox has nothing to dedupe).
-    expect(keys.length).toBeGreaterThan(10);
+    // The failed call never reached the processor: the retry sent that row again, under its own
+    // key, and no other row (each was claimed before it was charged). The processor's ledger saw
+    // every row exactly once.
+    expect(keys.length).toBe(11);
     expect(new Set(keys)).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `${id}:${i + 2}`)));
+    const ledger = (await listSandboxLedger(env.DB, defaultSandboxProcessorId(merchant.id))).filter((e) => e.idempotencyKey.startsWith(`${id}:`));
+    expect(ledger.map((e) => e.chargeCalls)).toEqual(Array.from({ length: 10 }, () => 1));
   });
 
   it('R2 fails once reading the chunk', async () => {
@@ -132,7 +137,7 @@ describe('the consumer fails partway and is retried', () => {
 
   it('R2 fails once writing the result part, after the rows were recorded: they are replayed, not charged again', async () => {
     const { id, messages } = await newBatch(9);
-    const charge = vi.spyOn(sandboxProcessor, 'charge');
+    const charge = vi.spyOn(SandboxProcessor.prototype, 'charge');
     vi.spyOn(env.FILES, 'put').mockRejectedValueOnce(new Error('R2: we encountered an internal error'));
     await settle(messages);
     expect(charge).toHaveBeenCalledTimes(9);
@@ -205,13 +210,13 @@ describe('delivery order and repetition', () => {
             const message = messages[pick % messages.length];
             if (message) schedule.splice(pick % (schedule.length + 1), 0, message);
           }
-          const charge = sandboxProcessor.charge.bind(sandboxProcessor);
+          const charge = SandboxProcessor.prototype.charge;
           let calls = 0;
           const spies: ({ mockRestore: () => void } | null)[] = [
             fault === 'processor'
-              ? vi.spyOn(sandboxProcessor, 'charge').mockImplementation(async (request) => {
+              ? vi.spyOn(SandboxProcessor.prototype, 'charge').mockImplementation(async function (this: SandboxProcessor, request) {
                   if (++calls === (at % rows) + 1) throw new Error('processor timeout');
-                  return charge(request);
+                  return charge.call(this, request);
                 })
               : null,
           ];

@@ -1,4 +1,4 @@
-import { batchIdParamSchema, listQuerySchema, uploadQuerySchema } from '../../schemas/filebatch';
+import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadQuerySchema } from '../../schemas/filebatch';
 import { batchListResponseSchema, batchRecordSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { errors, ok, SECRET_KEY, type Registry } from './common';
@@ -71,9 +71,13 @@ export function registerFilebatch(registry: Registry): void {
     path: '/api/filebatch/{id}/download',
     operationId: 'downloadBatch',
     tags,
-    summary: 'Download the results of a completed batch (streamed CSV)',
+    summary: 'Download the results of a completed batch (streamed CSV), or with partial=true what a failed batch did',
+    description:
+      'With `partial=true` a failed batch streams one line per data row in file order: the rows that ran with their results, ' +
+      'every other row as `response` `error` with "not processed: the batch failed before this row ran; nothing was charged" ' +
+      '(file name `…-partial-results.csv`). Rows are always recorded before they are charged, so nothing charged is left out.',
     security: SECRET_KEY,
-    request: { params: batchIdParamSchema },
+    request: { params: batchIdParamSchema, query: downloadQuerySchema },
     responses: {
       200: {
         description: `The result CSV: a header row and one row per data row, in input order; every field quoted. Columns: ${RESULT_COLUMNS.join(', ')}.`,
@@ -81,7 +85,9 @@ export function registerFilebatch(registry: Registry): void {
         content: { 'text/csv': { schema: { type: 'string' } } },
       },
       ...errors([400, 401, 404, 409, 410], {
-        409: 'The batch is not in completed status (`batch is not in completed status`).',
+        409:
+          'The batch is not in completed status (`batch is not in completed status`); with partial=true, the batch is still running, ' +
+          'or some rows are still being settled with the processor (retry after `Retry-After`).',
         410: 'The results are past retention (`batch results expired`).',
       }),
     },

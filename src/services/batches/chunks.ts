@@ -3,7 +3,8 @@
  * through the transaction engine in one call, store the result part, and record the chunk in the
  * batch's Durable Object. Safe to repeat: each row's idempotency key is `{batchId}:{line}`, so a row
  * recorded by an earlier attempt comes back `replayed`, never charged twice; the result part is
- * overwritten with the same lines; and the object counts a chunk once.
+ * overwritten with the same lines; and the object counts a chunk once. Rows claimed by another
+ * attempt still running (a second delivery of the chunk) leave the chunk to be tried again later.
  */
 import type { Env } from '../../env';
 import { parseChunkRows, toCsvLine } from '../../lib/batch-csv';
@@ -27,7 +28,9 @@ import { hasEnded } from './state';
 export type ChunkOutcome =
   | { ok: true; counted: boolean }
   /** Nothing to do: no such batch, or it has ended (its uploaded file is gone). */
-  | { ok: false; reason: 'unknown_batch' | 'batch_ended' };
+  | { ok: false; reason: 'unknown_batch' | 'batch_ended' }
+  /** Another attempt holds some rows' claims: nothing written; ask again after `retryAfterSeconds`. */
+  | { ok: false; reason: 'rows_in_flight'; retryAfterSeconds: number };
 
 export function rowIdempotencyKey(batchId: string, line: number): string {
   return `${batchId}:${line}`;
@@ -63,6 +66,8 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
   if (outcomes.length !== requests.length) {
     throw new Error(`engine answered ${outcomes.length} outcomes for ${requests.length} rows`);
   }
+  const waits = outcomes.flatMap((o) => (!o.ok && o.reason === 'in_progress' ? [o.takeoverInSeconds] : []));
+  if (waits.length > 0) return { ok: false, reason: 'rows_in_flight', retryAfterSeconds: Math.max(...waits) };
   let csv = '';
   for (const [index, outcome] of outcomes.entries()) csv += resultLine(outcome, requests[index]?.idempotencyKey ?? '');
   await putResultPart(env.FILES, batch.id, message.chunk, csv);
@@ -80,7 +85,8 @@ function toInput(columns: string[], fields: string[]): TransactionInput {
   return input;
 }
 
-function resultLine(outcome: TransactionOutcome, idempotencyKey: string): string {
+/** A row's line in the result file (the partial download of a failed batch writes its own with it too). */
+export function resultLine(outcome: TransactionOutcome, idempotencyKey: string): string {
   const record: TransactionRecord | null = outcome.record;
   if (record) return toCsvLine(RESULT_COLUMNS.map((column) => record[column]));
   // Only the API's idempotency conflict has no record; a batch row still gets exactly one line.

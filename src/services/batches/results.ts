@@ -6,7 +6,7 @@ import { toCsvLine } from '../../lib/batch-csv';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { deleteResultParts, getResultPart } from '../../storage/batch-files';
-import { findMerchantBatch, listBatchesEndedBefore, markResultsDeleted } from '../../storage/batches';
+import { findMerchantBatch, listBatchesEndedBefore, markResultsDeleted, type BatchRow } from '../../storage/batches';
 import { batchLimits } from './limits';
 
 export type DownloadOutcome =
@@ -22,10 +22,15 @@ export async function openDownload(env: Env, merchantId: string, id: string, clo
   if (!row) return { ok: false, reason: 'not_found' };
   const live = await env.BATCH_PROGRESS.getByName(id).snapshot();
   if (live?.status !== 'completed') return { ok: false, reason: 'not_completed' };
-  const retentionMs = batchLimits(env).retentionDays * 86_400_000;
-  const endedAt = Date.parse(row.ended_at ?? live.updatedAt);
-  if (row.results_deleted_at !== null || clock().getTime() - endedAt > retentionMs) return { ok: false, reason: 'expired' };
+  if (resultsExpired(env, row, live.updatedAt, clock)) return { ok: false, reason: 'expired' };
   return { ok: true, fileName: row.file_name, body: resultStream(env.FILES, id, live.numChunks) };
+}
+
+/** Whether an ended batch's results are past retention (or already swept): the cutoff is exact. */
+export function resultsExpired(env: Env, row: BatchRow, updatedAt: string, clock: Clock): boolean {
+  const retentionMs = batchLimits(env).retentionDays * 86_400_000;
+  const endedAt = Date.parse(row.ended_at ?? updatedAt);
+  return row.results_deleted_at !== null || clock().getTime() - endedAt > retentionMs;
 }
 
 function resultStream(bucket: R2Bucket, batchId: string, numChunks: number): ReadableStream<Uint8Array> {

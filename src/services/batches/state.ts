@@ -32,6 +32,13 @@ export interface ChunkRecorded {
   batch: BatchSnapshot;
 }
 
+/** Where a chunk's rows are in the file, by line (a partial download reports the rows of chunks without results). */
+export interface ChunkLines {
+  chunk: number;
+  firstLine: number;
+  rows: number;
+}
+
 export const ENDED_STATUSES: ReadonlySet<BatchStatus> = new Set(['completed', 'failed']);
 
 export function hasEnded(status: BatchStatus): boolean {

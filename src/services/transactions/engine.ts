@@ -1,12 +1,14 @@
 /**
  * The transaction engine, shared by POST /api/transaction (one request) and the batch consumer
  * (a chunk of CSV rows): validate -> resolve the payment (card / ACH / vault) -> amounts ->
- * processor -> record. Work is shared across the requests of one call: one idempotency query,
- * one processor query, one bulk card-metadata call, one vault and surcharge lookup per distinct
- * value, and the new records written in one statement (a few for very large calls).
+ * claim the idempotency key -> processor -> record. Work is shared across the requests of one
+ * call: one idempotency query, one processor query, one bulk card-metadata call, one vault and
+ * surcharge lookup per distinct value, the claims written in one statement and their answers in
+ * one more (a few for very large calls).
  *
- * Every problem with a request is a value (an `invalid` outcome with its result line); only
- * infrastructure failures (D1 down) throw, so that a batch chunk is retried as a whole.
+ * Every problem with a request is a value (an `invalid` outcome with its result line; an
+ * `in_progress` one when another attempt holds the key); only infrastructure failures (D1 down,
+ * a processor call that failed) throw, so that a batch chunk is retried as a whole.
  */
 import type { Caller, Env } from '../../env';
 import { requestFingerprint } from '../../lib/request-hash';
@@ -18,12 +20,22 @@ import type {
   TransactionRecord,
   TransactionRequest,
 } from '../../schemas/transaction-columns';
+import type { ProcessorRecord } from '../../storage/processors';
 import {
   findTransaction,
   findTransactionsByIdempotencyKeys,
   insertTransactions,
   type StoredTransaction,
 } from '../../storage/transactions';
+import {
+  chargeClaims,
+  isClaim,
+  processorAccounts,
+  settleClaims,
+  takeoverInSeconds,
+  type HeldClaim,
+  type ProcessorAccounts,
+} from './claims';
 import { transactionDepsFromEnv } from './deps';
 import { Resolver, type Engine, type Prepared } from './payment-resolution';
 import { merchantProcessors } from './processors/registry';
@@ -42,9 +54,16 @@ export async function processTransactions(
   return runTransactions({ env, caller, deps: transactionDepsFromEnv(env, caller), clock }, requests, context);
 }
 
-/** A merchant's transaction by id; null when unknown or another merchant's. */
+/** A merchant's transaction by id; null when unknown, another merchant's, or still a claim (no outcome yet). */
 export async function getTransaction(env: Env, merchantId: string, id: string): Promise<TransactionRecord | null> {
-  return (await findTransaction(env.DB, merchantId, id))?.record ?? null;
+  const stored = await findTransaction(env.DB, merchantId, id);
+  return stored && !isClaim(stored) ? stored.record : null;
+}
+
+/** The merchant's records under `keys`, by key. */
+async function findByKeys(db: D1Database, merchantId: string, keys: string[]): Promise<Map<string, StoredTransaction>> {
+  const found = await findTransactionsByIdempotencyKeys(db, merchantId, keys);
+  return new Map(found.map((stored) => [String(stored.record.idempotency_key), stored]));
 }
 
 /** `processTransactions` with its dependencies given (tests pass their own `deps`). */
@@ -82,19 +101,38 @@ export async function runTransactions(
     return { ok: false, reason: 'idempotency_conflict', errors, record: null };
   };
 
+  // Another attempt holds the key and may be asking the processor: this one does nothing.
+  const inProgress = (claim: StoredTransaction): TransactionOutcome => ({
+    ok: false,
+    reason: 'in_progress',
+    errors: [{ field: 'Idempotency-Key', msg: 'is in use by a request that is still being processed; retry later' }],
+    record: null,
+    takeoverInSeconds: Math.max(1, takeoverInSeconds(claim, now)),
+  });
+  // Another body under a claimed key is a conflict already; the same body waits for the outcome.
+  const answerFromRecord = (p: Prepared, stored: StoredTransaction): TransactionOutcome =>
+    isClaim(stored) && stored.requestHash === p.hash ? inProgress(stored) : fromStored(p, stored);
+  let processors: ProcessorRecord[] | null = null;
+  const loadProcessors = async () => (processors ??= await merchantProcessors(env.DB, caller.merchantId, clock));
+  let accounts: ProcessorAccounts | null = null;
+  const loadAccounts = async () => (accounts ??= processorAccounts(env, await loadProcessors(), clock));
+
   // 1. Requests already recorded under their key are answered from D1, never charged again.
   const keys = [...new Set(prepared.map((p) => p.request.idempotencyKey))];
-  const recorded = new Map(
-    (await findTransactionsByIdempotencyKeys(env.DB, caller.merchantId, keys)).map((s) => [
-      String(s.record.idempotency_key),
-      s,
-    ]),
-  );
+  const recorded = await findByKeys(env.DB, caller.merchantId, keys);
+  // A claim whose holder crashed is settled from the processor's record first (claims.ts).
+  const abandoned = [...recorded.values()].filter((stored) => isClaim(stored) && takeoverInSeconds(stored, now) === 0);
+  if (abandoned.length > 0) {
+    await settleClaims(env.DB, await loadAccounts(), abandoned);
+    const abandonedKeys = abandoned.map((claim) => String(claim.record.idempotency_key));
+    for (const key of abandonedKeys) recorded.delete(key);
+    for (const [key, stored] of await findByKeys(env.DB, caller.merchantId, abandonedKeys)) recorded.set(key, stored);
+  }
   const valid: { index: number; tx: ValidTransaction }[] = [];
   prepared.forEach((p, index) => {
     const stored = recorded.get(p.request.idempotencyKey);
     if (stored) {
-      outcomes[index] = fromStored(p, stored);
+      outcomes[index] = answerFromRecord(p, stored);
       return;
     }
     // 2. Field validation, no I/O.
@@ -104,44 +142,45 @@ export async function runTransactions(
   });
 
   if (valid.length > 0) {
-    // 3. Payment resolution, amounts and the processor, with lookups shared across requests.
-    const processors = await merchantProcessors(env.DB, caller.merchantId, clock);
-    const resolver = new Resolver(engine, processors, now, { createdAt, context });
+    // 3. Payment resolution and amounts, with lookups shared across requests.
+    const resolver = new Resolver(engine, await loadProcessors(), now, { createdAt, context });
     const resolutions = await resolver.resolveAll(
       valid.map(({ index, tx }) => ({ tx, prepared: prepared[index] as Prepared })),
     );
 
-    // 4. One write for every new record; a key taken meanwhile by a concurrent run is answered from D1.
-    const toInsert: StoredTransaction[] = [];
+    // 4. Claim: every request's record written in one statement, in status `processing`, before
+    // any processor is asked. A key another attempt claimed first is not charged here.
+    const toClaim: { index: number; claim: HeldClaim }[] = [];
     resolutions.forEach((resolution, i) => {
       const { index } = valid[i] as { index: number };
-      if (resolution.ok) toInsert.push(resolution.stored);
+      if (resolution.ok) toClaim.push({ index, claim: { stored: resolution.stored, charge: resolution.charge } });
       else outcomes[index] = invalid(prepared[index] as Prepared, resolution.errors);
     });
-    const inserted = await insertTransactions(env.DB, toInsert);
-    const lost = toInsert.filter((s) => !inserted.has(String(s.record.id)));
-    const winners = new Map(
-      (
-        await findTransactionsByIdempotencyKeys(
-          env.DB,
-          caller.merchantId,
-          lost.map((s) => String(s.record.idempotency_key)),
-        )
-      ).map((s) => [String(s.record.idempotency_key), s]),
-    );
-    resolutions.forEach((resolution, i) => {
-      if (!resolution.ok) return;
-      const { index } = valid[i] as { index: number };
+    const claimedIds = await insertTransactions(env.DB, toClaim.map(({ claim }) => claim.stored));
+    const held = toClaim.filter(({ claim }) => claimedIds.has(String(claim.stored.record.id)));
+    const lost = toClaim.filter(({ claim }) => !claimedIds.has(String(claim.stored.record.id)));
+
+    // 5. The processor, once per claim held; the answers complete the claims in one statement.
+    const done = await chargeClaims(env.DB, await loadAccounts(), held.map(({ claim }) => claim));
+    const ours = new Map<string, StoredTransaction>();
+    const reread: string[] = lost.map(({ claim }) => claim.charge.idempotencyKey);
+    for (const { index, claim } of held) {
+      const record = done.get(String(claim.stored.record.id));
+      if (record) {
+        outcomes[index] = { ok: true, record: record.record, replayed: false };
+        ours.set(claim.charge.idempotencyKey, record);
+      } else reread.push(claim.charge.idempotencyKey);
+    }
+
+    // 6. Keys taken by someone else (or twice in this call) are answered from their current record.
+    const current = await findByKeys(env.DB, caller.merchantId, [...new Set(reread)].filter((key) => !ours.has(key)));
+    for (const { index } of [...lost, ...held.filter(({ claim }) => !done.has(String(claim.stored.record.id)))]) {
       const p = prepared[index] as Prepared;
-      if (inserted.has(String(resolution.stored.record.id))) {
-        outcomes[index] = { ok: true, record: resolution.stored.record, replayed: false };
-        return;
-      }
-      const winner = winners.get(p.request.idempotencyKey);
-      outcomes[index] = winner
-        ? fromStored(p, winner)
+      const stored = ours.get(p.request.idempotencyKey) ?? current.get(p.request.idempotencyKey);
+      outcomes[index] = stored
+        ? answerFromRecord(p, stored)
         : invalid(p, [{ field: 'Idempotency-Key', msg: 'could not be recorded; retry the request' }]);
-    });
+    }
   }
 
   return outcomes.map((outcome) => {

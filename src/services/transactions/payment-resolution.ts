@@ -1,7 +1,8 @@
 /**
  * Payment resolution for the valid requests of one engine call: the vault references, the card
  * metadata, the surcharge rules, then amounts and the processor, request by request. Each
- * dependency is asked once per distinct value across the call.
+ * dependency is asked once per distinct value across the call. The answer is, per request, the
+ * claim to record and the charge to send; the engine does both (claims.ts).
  */
 import type { Caller, Env } from '../../env';
 import { mapWithConcurrency } from '../../lib/concurrency';
@@ -22,8 +23,9 @@ import type {
   VaultReference,
   VaultResolution,
 } from './deps';
-import { implementationOf, pickProcessor } from './processors/registry';
-import { processedRecord, type ProcessedTransaction, type ResolvedPayment } from './records';
+import type { Charge } from './processors/processor';
+import { pickProcessor } from './processors/registry';
+import { pendingRecord, type ProcessedTransaction, type ResolvedPayment } from './records';
 import { isAmex, type ValidTransaction } from './validation';
 /** Requests resolved at once: bounds concurrent BIN, vault and surcharge lookups. */
 const CONCURRENCY = 16;
@@ -41,7 +43,10 @@ export interface Prepared {
   hash: string;
 }
 
-export type Resolution = { ok: true; stored: StoredTransaction } | { ok: false; errors: RowError[] };
+/** A request ready to be claimed (`stored`, in status `processing`) and charged, or its errors. */
+export type Resolution =
+  | { ok: true; stored: StoredTransaction; charge: Charge; processor: ProcessorRecord }
+  | { ok: false; errors: RowError[] };
 
 /** A payment as the request names it; a card still lacks its metadata (asked for in bulk). */
 type PaymentDraft = (
@@ -154,25 +159,23 @@ export class Resolver {
     );
     const policies = new Map([...questions.keys()].map((key, i) => [key, answers[i] as SurchargePolicy]));
 
-    return Promise.all(
-      items.map(async ({ tx, prepared }, i): Promise<Resolution> => {
-        const errors = drafts[i]?.errors ?? [];
-        const processor = pickProcessor(this.#processors, tx.processorId);
-        if (!processor) errors.unshift({ field: 'processor_id', msg: 'no processor with this id for this merchant' });
-        const draft = drafts[i]?.draft;
-        const payment = payments[i];
-        const plan = plans[i];
-        if (!draft || !payment || !plan || !processor || errors.length > 0) return { ok: false, errors };
-        const policy = plan.question ? (policies.get(surchargeKey(plan.question)) ?? NO_SURCHARGE) : null;
-        const amounts = computeAmounts(tx.type, tx.amounts, tx.taxExempt, {
-          ...plan.facts,
-          surchargeable: policy?.allowed ?? null,
-          maxRateBps: policy?.maxRateBps ?? null,
-        });
-        if (!amounts.ok) return amounts;
-        return { ok: true, stored: await this.#charge({ tx, prepared }, processor, draft, payment, amounts.value) };
-      }),
-    );
+    return items.map(({ tx, prepared }, i): Resolution => {
+      const errors = drafts[i]?.errors ?? [];
+      const processor = pickProcessor(this.#processors, tx.processorId);
+      if (!processor) errors.unshift({ field: 'processor_id', msg: 'no processor with this id for this merchant' });
+      const draft = drafts[i]?.draft;
+      const payment = payments[i];
+      const plan = plans[i];
+      if (!draft || !payment || !plan || !processor || errors.length > 0) return { ok: false, errors };
+      const policy = plan.question ? (policies.get(surchargeKey(plan.question)) ?? NO_SURCHARGE) : null;
+      const amounts = computeAmounts(tx.type, tx.amounts, tx.taxExempt, {
+        ...plan.facts,
+        surchargeable: policy?.allowed ?? null,
+        maxRateBps: policy?.maxRateBps ?? null,
+      });
+      if (!amounts.ok) return amounts;
+      return { ok: true, ...this.#claim({ tx, prepared }, processor, draft, payment, amounts.value) };
+    });
   }
 
   /** The facts the amount rules need, and the surcharge question to ask, if any. */
@@ -194,15 +197,16 @@ export class Resolver {
     return { facts, question };
   }
 
-  async #charge(
+  /** The claim's record and the charge for a request whose amounts are final. */
+  #claim(
     { tx, prepared }: Item,
     processor: ProcessorRecord,
     draft: PaymentDraft,
     payment: ResolvedPayment,
     amounts: Amounts,
-  ): Promise<StoredTransaction> {
+  ): { stored: StoredTransaction; charge: Charge; processor: ProcessorRecord } {
     const { caller } = this.#engine;
-    const result = await implementationOf(processor.type).charge({
+    const charge: Charge = {
       type: tx.type,
       amount: amounts.amount,
       idempotencyKey: prepared.request.idempotencyKey,
@@ -210,7 +214,7 @@ export class Resolver {
         payment.kind === 'card'
           ? { kind: 'card', number: payment.number, cvc: payment.cvc, billingPostalCode: tx.contact.billing_postal_code }
           : payment,
-    });
+    };
     const processed: ProcessedTransaction = {
       id: randomId(20, 'txn_'),
       idempotencyKey: prepared.request.idempotencyKey,
@@ -224,10 +228,9 @@ export class Resolver {
       customerId: draft.customer?.id ?? null,
       emailAddress: tx.emailAddress ?? draft.customer?.email ?? null,
       processor,
-      result,
     };
-    return {
-      record: processedRecord(processed),
+    const stored: StoredTransaction = {
+      record: pendingRecord(processed),
       merchantId: caller.merchantId,
       requestHash: prepared.hash,
       batchId: this.#meta.context.batchId ?? null,
@@ -242,6 +245,7 @@ export class Resolver {
         card_brand: payment.kind === 'card' ? (payment.card.card_brand ?? null) : null,
       },
     };
+    return { stored, charge, processor };
   }
 
   /** The payment a request names; null (with errors) when the vault reference cannot be used. */

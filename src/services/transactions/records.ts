@@ -13,6 +13,7 @@ import type { ChargeResult } from './processors/processor';
 import type { Amounts } from './amounts';
 import type { CardMetadata } from './deps';
 import type { ProcessorRecord } from '../../storage/processors';
+import { CLAIMED_STATUS } from '../../storage/transactions';
 import {
   CONTACT_COLUMNS,
   TRANSACTION_TYPES,
@@ -34,6 +35,7 @@ export type ResolvedPayment =
   | { kind: 'card'; number: string; expiry: Expiry; cvc: string | null; card: CardMetadata }
   | { kind: 'ach'; accountNumber: string; routingNumber: string; accountType: AchAccountType; secCode: SecCode };
 
+/** A request ready for its processor: everything the record holds except the processor's answer. */
 export interface ProcessedTransaction {
   id: string;
   idempotencyKey: string;
@@ -48,7 +50,6 @@ export interface ProcessedTransaction {
   customerId: string | null;
   emailAddress: string | null;
   processor: ProcessorRecord;
-  result: ChargeResult;
 }
 
 /** First 6 digits, or 8 when the BIN record that matched is 8 digits or longer; then the last 4. */
@@ -135,10 +136,13 @@ function emptyRecord(): TransactionRecord {
   };
 }
 
-export function processedRecord(p: ProcessedTransaction): TransactionRecord {
-  const { tx, amounts, result, payment } = p;
-  const approved = result.response === 'approved';
-  const captured = approved && tx.type !== 'authorize';
+/**
+ * The record of a claim: the transaction as it will be recorded, written before the processor is
+ * asked, with status `processing` and the columns only the processor's answer decides left empty
+ * (docs/transactions.md, "Idempotency"). `settledRecord` fills them in.
+ */
+export function pendingRecord(p: ProcessedTransaction): TransactionRecord {
+  const { tx, amounts, payment } = p;
   const record = emptyRecord();
   Object.assign(record, {
     id: p.id,
@@ -148,8 +152,8 @@ export function processedRecord(p: ProcessedTransaction): TransactionRecord {
     transaction_source: p.context.source,
     ip_address: p.context.ipAddress,
     amount: amounts.amount,
-    amount_authorized: result.amountAuthorized,
-    amount_captured: captured ? result.amountAuthorized : 0,
+    amount_authorized: 0,
+    amount_captured: 0,
     amount_settled: 0,
     tip: 0,
     // The result CSV has no surcharge column; the surcharge (given or computed) is the service fee.
@@ -161,9 +165,9 @@ export function processedRecord(p: ProcessedTransaction): TransactionRecord {
     order_id: tx.orderId,
     payment_method: p.paymentMethod,
     payment_type: payment.kind,
-    response: result.response,
-    response_code: result.responseCode,
-    status: statusFor(tx.type, result.response),
+    response: CLAIMED_STATUS,
+    response_code: 0,
+    status: CLAIMED_STATUS,
     processor_type: p.processor.type,
     processor_id: p.processor.id,
     processor_name: p.processor.name,
@@ -171,12 +175,6 @@ export function processedRecord(p: ProcessedTransaction): TransactionRecord {
     customer_id: p.customerId,
     email_address: p.emailAddress,
     created_at: p.createdAt,
-    captured_at: captured ? p.createdAt : null,
-    auth_code: result.authCode,
-    processor_response_code: result.processorResponseCode,
-    processor_response_text: result.processorResponseText,
-    avs_response_code: result.avsResponseCode,
-    cvv_response_code: result.cvvResponseCode,
   } satisfies Partial<TransactionRecord>);
   for (const column of CONTACT_COLUMNS) record[column] = tx.contact[column];
   if (payment.kind === 'card') {
@@ -189,6 +187,47 @@ export function processedRecord(p: ProcessedTransaction): TransactionRecord {
     record.sec_code = payment.secCode;
     record.account_type = payment.accountType;
   }
+  return record;
+}
+
+/** A claim's record completed with the processor's answer (the same whether it came now or from `lookup`). */
+export function settledRecord(pending: TransactionRecord, result: ChargeResult): TransactionRecord {
+  const approved = result.response === 'approved';
+  const type = pending.type as ValidTransaction['type'];
+  const captured = approved && type !== 'authorize';
+  return {
+    ...pending,
+    amount_authorized: result.amountAuthorized,
+    amount_captured: captured ? result.amountAuthorized : 0,
+    response: result.response,
+    response_code: result.responseCode,
+    status: statusFor(type, result.response),
+    captured_at: captured ? pending.created_at : null,
+    auth_code: result.authCode,
+    processor_response_code: result.processorResponseCode,
+    processor_response_text: result.processorResponseText,
+    avs_response_code: result.avsResponseCode,
+    cvv_response_code: result.cvvResponseCode,
+  };
+}
+
+export const NOT_PROCESSED_TEXT = 'not processed: the batch failed before this row ran; nothing was charged';
+
+/**
+ * The result line of a batch row that never ran (its chunk did not finish before the batch
+ * failed): response `error`, no processor, nothing charged (a partial download reports it).
+ */
+export function notProcessedRecord(meta: { idempotencyKey: string; ipAddress: string | null; userName: string }): TransactionRecord {
+  const record = emptyRecord();
+  Object.assign(record, {
+    user_name: meta.userName,
+    idempotency_key: meta.idempotencyKey,
+    transaction_source: 'batch',
+    ip_address: meta.ipAddress,
+    response: 'error',
+    status: 'failed',
+    processor_response_text: NOT_PROCESSED_TEXT,
+  } satisfies Partial<TransactionRecord>);
   return record;
 }
 

@@ -1,7 +1,9 @@
 /**
  * The one interface every payment processor implements. The engine hands a processor a charge
  * whose fields are already validated and whose amounts are final; the processor answers with
- * the gateway's response code and the network's own codes.
+ * the gateway's response code and the network's own codes. The engine has claimed the charge's
+ * idempotency key before it calls `charge` (docs/transactions.md, "Idempotency"), and asks
+ * `lookup` when a claim was left without an answer.
  */
 import type { ProcessorType } from '../../../schemas/admin';
 import type { AchAccountType, SecCode, TransactionType } from '../validation';
@@ -19,7 +21,8 @@ export interface Charge {
   payment: ChargePayment;
   /**
    * The engine's idempotency key. A processor that talks to a network forwards it (every acquirer
-   * API in this family accepts one), so a retried call after a lost answer is not a second charge.
+   * API in this family accepts one, as an order id or idempotency key), so the gateway can answer
+   * `lookup` for it and never charges it twice even if asked twice.
    */
   idempotencyKey: string;
 }
@@ -39,7 +42,13 @@ export interface ChargeResult {
 
 export interface PaymentProcessor {
   readonly type: ProcessorType;
+  /** Asks for one charge; throws when the answer did not come back (it may or may not have been charged). */
   charge(charge: Charge): Promise<ChargeResult>;
+  /**
+   * What the processor answered for a charge under this idempotency key, or null when it never
+   * received one (a gateway's query by order id). Throws when the processor cannot be asked.
+   */
+  lookup(idempotencyKey: string): Promise<ChargeResult | null>;
 }
 
 /** The gateway's `response` for a response code, by range. */

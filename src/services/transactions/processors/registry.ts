@@ -3,17 +3,20 @@
  * created on first use (for merchants seeded by SQL as well as those made through the admin API),
  * with a fixed id so that concurrent first uses create it once.
  */
+import type { Env } from '../../../env';
 import { randomId } from '../../../lib/crypto';
 import type { Clock } from '../../../lib/time';
 import { isoTimestamp } from '../../../lib/time';
 import { insertProcessor, insertProcessorIfAbsent, listProcessors, type ProcessorRecord } from '../../../storage/processors';
 import type { PaymentProcessor, ProcessorType } from './processor';
-import { sandboxProcessor } from './sandbox';
+import { SandboxProcessor } from './sandbox';
 
-const IMPLEMENTATIONS: Record<ProcessorType, PaymentProcessor> = { sandbox: sandboxProcessor };
-
-export function implementationOf(type: ProcessorType): PaymentProcessor {
-  return IMPLEMENTATIONS[type];
+/** The implementation behind a processor record, bound to that account. */
+export function processorFor(env: Env, processor: ProcessorRecord, clock: Clock): PaymentProcessor {
+  switch (processor.type) {
+    case 'sandbox':
+      return new SandboxProcessor(env.DB, processor.id, clock);
+  }
 }
 
 export function defaultSandboxProcessorId(merchantId: string): string {

@@ -6,8 +6,14 @@
  *      the prepaid card with a 10.00 balance (partial approval on authorize);
  *   3. otherwise approved.
  * AVS comes from the billing postal code and CVV from cc_cvc, on every card answer an issuer gave.
+ *
+ * Like a gateway, it keeps what it was asked under each idempotency key (its ledger, in D1): a key
+ * sent again gets its first answer, never a second charge, and `lookup` answers from the ledger.
  */
+import { coalesce } from '../../../lib/coalesce';
 import { randomId } from '../../../lib/crypto';
+import { isoTimestamp, type Clock } from '../../../lib/time';
+import { findSandboxCharges, recordSandboxCharges, type SandboxChargeEntry } from '../../../storage/sandbox-ledger';
 import type { Charge, ChargeResult, PaymentProcessor } from './processor';
 
 interface Decline {
@@ -136,7 +142,46 @@ export function sandboxDecide(charge: Charge): ChargeResult {
   return approve(charge.amount, 100, avs, cvv);
 }
 
-export const sandboxProcessor: PaymentProcessor = {
-  type: 'sandbox',
-  charge: async (charge) => sandboxDecide(charge),
-};
+function parseResult(json: string | undefined): ChargeResult | null {
+  return json === undefined ? null : (JSON.parse(json) as ChargeResult);
+}
+
+/**
+ * One sandbox processor account (a merchant's processor record). Charges and lookups made in the
+ * same turn (the rows of one chunk) share one ledger statement, so the ledger costs a batch one
+ * write per row and one round trip per chunk.
+ */
+export class SandboxProcessor implements PaymentProcessor {
+  readonly type = 'sandbox' as const;
+  readonly #record: (entry: SandboxChargeEntry) => Promise<ChargeResult>;
+  readonly #find: (idempotencyKey: string) => Promise<ChargeResult | null>;
+
+  constructor(db: D1Database, processorId: string, clock: Clock) {
+    this.#record = coalesce(async (entries: SandboxChargeEntry[]) => {
+      const stored = await recordSandboxCharges(db, processorId, entries, isoTimestamp(clock()));
+      return entries.map((entry) => {
+        const result = parseResult(stored.get(entry.idempotencyKey));
+        if (!result) throw new Error('the sandbox ledger did not record a charge');
+        return result;
+      });
+    });
+    this.#find = coalesce(async (keys: string[]) => {
+      const found = await findSandboxCharges(db, processorId, keys);
+      return keys.map((key) => parseResult(found.get(key)));
+    });
+  }
+
+  async charge(charge: Charge): Promise<ChargeResult> {
+    return this.#record({
+      idempotencyKey: charge.idempotencyKey,
+      type: charge.type,
+      amount: charge.amount,
+      paymentType: charge.payment.kind,
+      result: JSON.stringify(sandboxDecide(charge)),
+    });
+  }
+
+  async lookup(idempotencyKey: string): Promise<ChargeResult | null> {
+    return this.#find(idempotencyKey);
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The partial download of a failed batch (`GET /api/filebatch/{id}/download?partial=true`): the
+ * result CSV with exactly one line per data row, in file order, so that every row charged before
+ * the batch failed is reported.
+ *
+ * - A chunk that finished has its result part: its lines are streamed as they are.
+ * - A chunk that did not finish has none. Its rows are looked up in the transactions table by
+ *   their keys `{batch}:{line}` (a row charged before the failure has its record there), and every
+ *   other row gets a line with `response` `error` saying it was not processed. The uploaded file is
+ *   not needed: it was deleted when the batch failed.
+ *
+ * A row without a record was never charged, because a row is claimed (recorded) before it is
+ * charged; claims the failed chunk left open are settled with the processor first. While some
+ * are too fresh to settle (their holder may still be running), the download answers "retry later".
+ */
+import type { Caller, Env } from '../../env';
+import { toCsvLine } from '../../lib/batch-csv';
+import type { Clock } from '../../lib/time';
+import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
+import { getResultPart, listResultParts } from '../../storage/batch-files';
+import { findMerchantBatch, type BatchRow } from '../../storage/batches';
+import { findTransactionsByIdempotencyKeys } from '../../storage/transactions';
+import { settleBatchClaims } from '../transactions/claims';
+import { notProcessedRecord } from '../transactions/records';
+import { resultLine, rowIdempotencyKey } from './chunks';
+import { openDownload, resultsExpired, type DownloadOutcome } from './results';
+import type { ChunkLines } from './state';
+
+export type PartialDownloadOutcome =
+  /** A completed batch: its whole results, as without `partial`. */
+  | DownloadOutcome
+  | { ok: true; fileName: string; body: ReadableStream<Uint8Array>; partial: true }
+  /** The batch is still running: there is nothing partial about it yet. */
+  | { ok: false; reason: 'not_ended' }
+  /** Some rows' claims are still fresh: their outcome is not known yet. */
+  | { ok: false; reason: 'settling'; retryAfterSeconds: number };
+
+/** A failed batch's results as far as they go; a completed batch's whole results. */
+export async function openPartialDownload(env: Env, caller: Caller, id: string, clock: Clock): Promise<PartialDownloadOutcome> {
+  const row = await findMerchantBatch(env.DB, caller.merchantId, id);
+  if (!row) return { ok: false, reason: 'not_found' };
+  const progress = env.BATCH_PROGRESS.getByName(id);
+  const live = await progress.snapshot();
+  if (live?.status === 'completed') return openDownload(env, caller.merchantId, id, clock);
+  if (live?.status !== 'failed') return { ok: false, reason: 'not_ended' };
+  if (resultsExpired(env, row, live.updatedAt, clock)) return { ok: false, reason: 'expired' };
+
+  const claims = await settleBatchClaims(env, caller.merchantId, id, clock);
+  if (claims.open > 0) return { ok: false, reason: 'settling', retryAfterSeconds: claims.retryAfterSeconds };
+  const [chunks, parts] = await Promise.all([progress.chunkLines(), listResultParts(env.FILES, id)]);
+  return { ok: true, fileName: row.file_name, body: partialStream(env, caller, row, chunks, parts), partial: true };
+}
+
+function partialStream(
+  env: Env,
+  caller: Caller,
+  batch: BatchRow,
+  chunks: readonly ChunkLines[],
+  parts: ReadonlySet<number>,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let next = -1; // -1: the header; then indexes into `chunks`
+  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      for (;;) {
+        if (reader) {
+          const { done, value } = await reader.read();
+          if (!done) {
+            controller.enqueue(value);
+            return;
+          }
+          reader = null;
+        }
+        if (next === -1) {
+          next = 0;
+          controller.enqueue(encoder.encode(toCsvLine(RESULT_COLUMNS)));
+          return;
+        }
+        const chunk = chunks[next++];
+        if (!chunk) {
+          controller.close();
+          return;
+        }
+        if (parts.has(chunk.chunk)) {
+          const part = await getResultPart(env.FILES, batch.id, chunk.chunk);
+          if (!part) {
+            controller.error(new Error(`result part ${chunk.chunk} of batch ${batch.id} is missing`));
+            return;
+          }
+          reader = part.body.getReader();
+          continue;
+        }
+        controller.enqueue(encoder.encode(await unfinishedChunkLines(env, caller, batch, chunk)));
+        return;
+      }
+    },
+    async cancel(reason) {
+      await reader?.cancel(reason);
+    },
+  });
+}
+
+/** The lines of a chunk that did not finish: each row's record if it has one, else "not processed". */
+async function unfinishedChunkLines(env: Env, caller: Caller, batch: BatchRow, chunk: ChunkLines): Promise<string> {
+  const keys = Array.from({ length: chunk.rows }, (_, i) => rowIdempotencyKey(batch.id, chunk.firstLine + i));
+  const records = new Map(
+    (await findTransactionsByIdempotencyKeys(env.DB, caller.merchantId, keys)).map((stored) => [
+      String(stored.record.idempotency_key),
+      stored.record,
+    ]),
+  );
+  let lines = '';
+  for (const key of keys) {
+    const record =
+      records.get(key) ?? notProcessedRecord({ idempotencyKey: key, ipAddress: batch.ip_address, userName: caller.merchantName });
+    lines += resultLine({ ok: true, record, replayed: true }, key);
+  }
+  return lines;
+}
