@@ -6,7 +6,7 @@ import { zValidator } from '@hono/zod-validator';
 import type { MiddlewareHandler, ValidationTargets } from 'hono';
 import type { z } from 'zod';
 import { AppError, type FieldError } from '../errors';
-import { containsCardNumber } from '../lib/luhn';
+import { containsCardNumber } from '../lib/card-number';
 
 export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
   return issues.map((issue) => ({

@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
-import { maskCardNumbersIn } from '../lib/mask';
+import { maskCardNumbersIn } from '../lib/card-number';
 import { MultipartError, MultipartReader, multipartBoundary } from '../lib/multipart';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';

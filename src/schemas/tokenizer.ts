@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseExpiry } from '../lib/expiry';
-import { isValidCardNumber } from '../lib/luhn';
+import { isValidCardNumber } from '../lib/card-number';
 
 /**
  * A card number as typed: spaces and dashes are dropped, then 12-19 digits passing Luhn.

@@ -5,7 +5,7 @@
  * with the same rules. null means absent, like an empty CSV field.
  */
 import { z } from 'zod';
-import { containsCardNumber } from '../lib/luhn';
+import { containsCardNumber } from '../lib/card-number';
 import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction';
 
 const AMOUNT_COLUMNS = new Set<InputColumn>([

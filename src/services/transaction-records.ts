@@ -4,7 +4,7 @@
  * absent values null. Card numbers appear only masked; CVCs never.
  */
 import { formatExpiry, parseExpiry, type Expiry } from '../lib/expiry';
-import { containsCardNumber } from '../lib/luhn';
+import { containsCardNumber } from '../lib/card-number';
 import { maskAccountNumber, maskCardNumber } from '../lib/mask';
 import type { RowError, TransactionContext, TransactionInput, TransactionRecord } from '../schemas/transaction';
 import { CUSTOMER_ID_PATTERN } from '../schemas/vault';

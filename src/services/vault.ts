@@ -7,7 +7,7 @@ import type { Env } from '../env';
 import { open, seal } from '../lib/card-crypto';
 import { randomId } from '../lib/crypto';
 import { formatExpiry, isExpired, parseExpiry } from '../lib/expiry';
-import { containsCardNumber } from '../lib/luhn';
+import { containsCardNumber } from '../lib/card-number';
 import { maskAccountNumber, maskCardNumber } from '../lib/mask';
 import { isoTimestamp, type Clock } from '../lib/time';
 import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, PaymentMethodInput } from '../schemas/vault';
