@@ -27,5 +27,7 @@ export default defineConfig({
   test: {
     setupFiles: ['./test/setup.ts'],
     include: ['test/**/*.test.ts'],
+    // The request log writes a line per request; tests read it through console spies where it matters.
+    onConsoleLog: (log) => !log.includes('"event":"request"'),
   },
 });

@@ -10,3 +10,18 @@ export function redactDigits(text: string): string {
   return maskCardNumbersIn(text, () => '***').replace(/\d(?:[ .-]?\d)+/g, (run) => (run.replace(/\D/g, '').length >= 3 ? '***' : run));
 }
 
+/**
+ * A URL path or query string as a log line may show it: percent-escapes decoded (so an encoded
+ * card number is seen), "+" read as a space in a query, then every card number masked.
+ */
+export function redactUrlPart(text: string, isQuery = false): string {
+  const plain = isQuery ? text.replace(/\+/g, ' ') : text;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(plain);
+  } catch {
+    // A malformed escape elsewhere must not hide well-formed ones: decode the ASCII ones alone.
+    decoded = plain.replace(/%([0-7][0-9a-fA-F])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  }
+  return maskCardNumbersIn(decoded);
+}
