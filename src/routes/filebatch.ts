@@ -7,6 +7,7 @@ import { MultipartError, MultipartReader, multipartBoundary } from '../lib/multi
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
 import { validate } from '../middleware/validate';
+import { clientIpHeaderSchema } from '../schemas/client-ip';
 import { batchIdParamSchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
 import { batchLimits, enqueueBatch, getBatch, listBatches, openDownload, uploadBatch, type UploadOutcome, type UploadSource } from '../services/batches';
 
@@ -14,7 +15,7 @@ export const filebatch = new Hono<AppEnv>();
 
 filebatch.use(requireSecretKey);
 
-filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
+filebatch.post('/', validate('query', uploadQuerySchema), validate('header', clientIpHeaderSchema), async (c) => {
   const maxBytes = batchLimits(c.env).maxBytes;
   // Refuse a body that announces itself too large before reading it (a multipart wrapper adds a little).
   const announced = Number(c.req.header('Content-Length') ?? '0');
@@ -23,7 +24,7 @@ filebatch.post('/', validate('query', uploadQuerySchema), async (c) => {
 
   let outcome: UploadOutcome;
   try {
-    outcome = await uploadBatch(c.env, c.get('caller'), source, c.req.header('CF-Connecting-IP') ?? null, systemClock);
+    outcome = await uploadBatch(c.env, c.get('caller'), source, c.req.valid('header')['cf-connecting-ip'] ?? null, systemClock);
   } catch (err) {
     if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
     throw err;

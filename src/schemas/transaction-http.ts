@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { containsCardNumber } from '../lib/card-number';
+import { clientIpField } from './client-ip';
 import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction';
 
 const AMOUNT_COLUMNS = new Set<InputColumn>([
@@ -47,6 +48,8 @@ export const idempotencyHeaderSchema = z.object({
     // Stored and answered as given (the record's idempotency_key): never a card number.
     .refine((value) => !containsCardNumber(value), 'must not contain a card number')
     .optional(),
+  // Validated with the other headers: it becomes the record's ip_address.
+  'cf-connecting-ip': clientIpField,
 });
 
 export const transactionIdParamSchema = z.object({

@@ -10,6 +10,7 @@ import { parseChunkRows, toCsvLine } from '../lib/csv';
 import type { Clock } from '../lib/time';
 import type { ChunkMessage } from '../schemas/queue';
 import {
+  NUMERIC_RESULT_COLUMNS,
   RESULT_COLUMNS,
   type InputColumn,
   type TransactionInput,
@@ -77,9 +78,12 @@ function toInput(columns: string[], fields: string[]): TransactionInput {
   return input;
 }
 
+/** Which result columns are numeric, in column order: what `toCsvLine` leaves as numbers. */
+const NUMERIC = RESULT_COLUMNS.map((column) => NUMERIC_RESULT_COLUMNS.has(column));
+
 function resultLine(outcome: TransactionOutcome, idempotencyKey: string): string {
   const record: TransactionRecord | null = outcome.record;
-  if (record) return toCsvLine(RESULT_COLUMNS.map((column) => record[column]));
+  if (record) return toCsvLine(RESULT_COLUMNS.map((column) => record[column]), NUMERIC);
   // Only the API's idempotency conflict has no record; a batch row still gets exactly one line.
   return toCsvLine(
     RESULT_COLUMNS.map((column) =>
@@ -93,5 +97,6 @@ function resultLine(outcome: TransactionOutcome, idempotencyKey: string): string
               : outcome.errors.map((e) => `${e.field}: ${e.msg}`).join('; ')
             : null,
     ),
+    NUMERIC,
   );
 }
