@@ -193,7 +193,8 @@ CREATE TABLE IF NOT EXISTS transactions (
   id TEXT PRIMARY KEY,
   merchant_id TEXT NOT NULL REFERENCES merchants(id),
   idempotency_key TEXT NOT NULL,
-  -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request: a replay with another body is refused.
+  -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request, CVC left out: a replay with
+  -- another body is refused. '' once the 24-hour idempotency window has passed (src/services/idempotency.ts).
   request_hash TEXT NOT NULL,
   batch_id TEXT,
   line INTEGER,
@@ -275,6 +276,8 @@ CREATE TABLE IF NOT EXISTS transactions (
   UNIQUE (merchant_id, idempotency_key)
 );
 CREATE INDEX IF NOT EXISTS transactions_batch ON transactions(batch_id) WHERE batch_id IS NOT NULL;
+-- The daily sweep of the idempotency window finds the rows still holding a request hash by age.
+CREATE INDEX IF NOT EXISTS transactions_hash_expiry ON transactions(created_at) WHERE request_hash <> '';
 
 
 -- == Batches =================================================================================

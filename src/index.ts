@@ -1,4 +1,4 @@
-/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention. */
+/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention and the idempotency window. */
 import { app } from './app';
 import type { Env } from './env';
 import { systemClock } from './lib/time';
@@ -6,6 +6,7 @@ import { consumeChunks } from './queues/chunk-consumer';
 import { consumeDeadLetters } from './queues/dead-letter-consumer';
 import { CHUNK_QUEUE, DEAD_LETTER_QUEUE } from './queues/names';
 import { deleteExpiredResults } from './services/batches';
+import { sweepIdempotencyWindow } from './services/idempotency';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 
@@ -21,7 +22,10 @@ export default {
 
   async scheduled(controller, env) {
     // The scheduled time is the clock: tests pick it with createScheduledController.
-    const swept = await deleteExpiredResults(env, () => new Date(controller.scheduledTime));
+    const clock = () => new Date(controller.scheduledTime);
+    const swept = await deleteExpiredResults(env, clock);
     console.log(JSON.stringify({ level: 'info', event: 'batch_retention', swept }));
+    const cleared = await sweepIdempotencyWindow(env, clock);
+    console.log(JSON.stringify({ level: 'info', event: 'idempotency_window', cleared }));
   },
 } satisfies ExportedHandler<Env, unknown>;

@@ -30,6 +30,7 @@ import {
   insertTransactions,
   type StoredTransaction,
 } from '../storage/transactions';
+import { idempotencyCutoff } from './idempotency';
 import { implementationOf, merchantProcessors, pickProcessor } from './processors/registry';
 import { computeAmounts, needsSurchargeRule, type Amounts, type SurchargeExemption } from './transaction-amounts';
 import {
@@ -105,7 +106,10 @@ export async function runTransactions(
     }),
   });
   const fromStored = (p: Prepared, stored: StoredTransaction): TransactionOutcome => {
-    if (stored.requestHash === p.hash) return { ok: true, record: stored.record, replayed: true };
+    // Past the idempotency window the hash is swept (''); a batch row's key still names one line of
+    // one file, so a late redelivery of its chunk replays it. (API keys past the window are freed.)
+    const sweptRowOfThisBatch = stored.requestHash === '' && context.source === 'batch' && stored.batchId === (context.batchId ?? null);
+    if (stored.requestHash === p.hash || sweptRowOfThisBatch) return { ok: true, record: stored.record, replayed: true };
     const errors = [{ field: 'Idempotency-Key', msg: 'was already used with a different request' }];
     // A batch row always gets a result line; only the API answers a bare conflict (409).
     if (context.source === 'batch') return invalid(p, errors);
@@ -115,7 +119,7 @@ export async function runTransactions(
   // 1. Requests already recorded under their key are answered from D1, never charged again.
   const keys = [...new Set(prepared.map((p) => p.request.idempotencyKey))];
   const recorded = new Map(
-    (await findTransactionsByIdempotencyKeys(env.DB, caller.merchantId, keys)).map((s) => [
+    (await findTransactionsByIdempotencyKeys(env.DB, caller.merchantId, keys, idempotencyCutoff(now))).map((s) => [
       String(s.record.idempotency_key),
       s,
     ]),
