@@ -64,8 +64,10 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
   let csv = '';
   for (const [index, outcome] of outcomes.entries()) csv += resultLine(outcome, requests[index]?.idempotencyKey ?? '');
   await putResultPart(env.FILES, batch.id, message.chunk, csv);
-  const { counted } = await progress.recordChunk(message.chunk);
-  return { ok: true, counted };
+  const recorded = await progress.recordChunk(message.chunk);
+  // Thrown here, in the consumer, so the message is retried with backoff like any other failure.
+  if ('failed' in recorded) throw new Error(`chunk ${message.chunk} could not be recorded: ${recorded.failed}`);
+  return { ok: true, counted: recorded.counted };
 }
 
 /** Header names → field values; an empty field is an absent value. */
