@@ -132,9 +132,10 @@ export async function insertTransactions(db: D1Database, transactions: StoredTra
 }
 
 /**
- * The merchant's transactions recorded under any of `keys` (one round trip). With `expiredBefore`,
- * API transactions among them created before that time are first retired (key freed, hash
- * cleared: see RETIRED_KEY_SUFFIX), so their keys read as unused.
+ * The merchant's transactions recorded under any of `keys` (one query). With `expiredBefore`, API
+ * transactions among them created before that time are retired (key freed, hash cleared: see
+ * RETIRED_KEY_SUFFIX) and left out, so their keys read as unused; that write happens only when
+ * there is one to retire.
  */
 export async function findTransactionsByIdempotencyKeys(
   db: D1Database,
@@ -143,22 +144,27 @@ export async function findTransactionsByIdempotencyKeys(
   expiredBefore?: string,
 ): Promise<StoredTransaction[]> {
   if (keys.length === 0) return [];
-  const select = db
+  const { results } = await db
     .prepare(
       `SELECT * FROM transactions
        WHERE merchant_id = ?1 AND idempotency_key IN (SELECT value FROM json_each(?2))`,
     )
-    .bind(merchantId, JSON.stringify(keys));
-  if (expiredBefore === undefined) return (await select.all<Row>()).results.map(toStoredTransaction);
-  const retire = db
-    .prepare(
-      `UPDATE transactions SET request_hash = '', idempotency_key = idempotency_key || ?4 || id
-       WHERE merchant_id = ?1 AND idempotency_key IN (SELECT value FROM json_each(?2))
-         AND batch_id IS NULL AND created_at < ?3`,
-    )
-    .bind(merchantId, JSON.stringify(keys), expiredBefore, RETIRED_KEY_SUFFIX);
-  const [, found] = await db.batch<Row>([retire, select]);
-  return (found?.results ?? []).map(toStoredTransaction);
+    .bind(merchantId, JSON.stringify(keys))
+    .all<Row>();
+  if (expiredBefore === undefined) return results.map(toStoredTransaction);
+  const expired = (row: Row) => row.batch_id === null && String(row.created_at) < expiredBefore;
+  const retired = results.filter(expired).map((row) => String(row.id));
+  if (retired.length > 0) {
+    // Guarded by request_hash <> '': retiring twice (a concurrent request, the cron) changes nothing.
+    await db
+      .prepare(
+        `UPDATE transactions SET request_hash = '', idempotency_key = idempotency_key || ?2 || id
+         WHERE id IN (SELECT value FROM json_each(?1)) AND batch_id IS NULL AND request_hash <> ''`,
+      )
+      .bind(JSON.stringify(retired), RETIRED_KEY_SUFFIX)
+      .run();
+  }
+  return results.filter((row) => !expired(row)).map(toStoredTransaction);
 }
 
 /**
