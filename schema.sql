@@ -203,7 +203,8 @@ CREATE TABLE IF NOT EXISTS transactions (
   id TEXT PRIMARY KEY,
   merchant_id TEXT NOT NULL REFERENCES merchants(id),
   idempotency_key TEXT NOT NULL,
-  -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request: a replay with another body is refused.
+  -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request, CVC left out: a replay with
+  -- another body is refused. '' once the 24-hour idempotency window has passed (src/services/idempotency.ts).
   request_hash TEXT NOT NULL,
   batch_id TEXT,
   line INTEGER,
@@ -285,6 +286,8 @@ CREATE TABLE IF NOT EXISTS transactions (
   UNIQUE (merchant_id, idempotency_key)
 );
 CREATE INDEX IF NOT EXISTS transactions_batch ON transactions(batch_id) WHERE batch_id IS NOT NULL;
+-- The daily sweep of the idempotency window finds the rows still holding a request hash by age.
+CREATE INDEX IF NOT EXISTS transactions_hash_expiry ON transactions(created_at) WHERE request_hash <> '';
 -- Claims: a transactions row is written before its processor is asked, with status (and response)
 -- 'processing', response_code 0 and the answer's columns empty; the answer completes it in place.
 -- Such a row is never answered as a record (docs/transactions.md, "Idempotency").
@@ -305,7 +308,6 @@ CREATE TABLE IF NOT EXISTS sandbox_charges (
   created_at TEXT NOT NULL,
   PRIMARY KEY (processor_id, idempotency_key)
 ) WITHOUT ROWID;
-
 
 -- == Batches =================================================================================
 

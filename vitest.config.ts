@@ -70,5 +70,7 @@ export default defineConfig({
         test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'] },
       },
     ],
+    // The request log writes a line per request; tests read it through console spies where it matters.
+    onConsoleLog: (log) => !log.includes('"event":"request"'),
   },
 });

@@ -4,7 +4,9 @@
 //  2. schema.sql applied to the local D1;
 //  3. the demo merchant (keys shown in the README) and the sample data seeded;
 //  4. wrangler dev, with any extra flags passed through (`npm run dev -- --port 9000`), and two
-//     vars for local webhooks: endpoints on http://localhost are allowed, retries come in seconds;
+//     vars for local webhooks: endpoints on http://localhost are allowed, retries come in seconds.
+//     Its output goes through the card-number masker: wrangler prints each request's path, and a
+//     card number typed into one must not reach the terminal or a saved log whole;
 //  5. the demo checkout (examples/checkout) on the next port, an origin the demo merchant allows
 //     (`--demo-port N` picks another port, `--no-demo` leaves it out).
 import { spawn } from 'node:child_process';
@@ -12,6 +14,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { startCheckout } from '../examples/checkout/server.mjs';
+// The service's own detector (self-contained TypeScript, loaded with Node's type stripping).
+import { maskCardNumbersIn } from '../src/lib/card-number.ts';
 import { DEMO, demoTokenizerOriginsSql, executeLocalSql, localEnv, runWrangler, seedLocalState } from './local-state.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -57,9 +61,41 @@ if (!noDemo) {
 // Production keeps wrangler.toml's values (no local URLs; 8 attempts over about 22 hours).
 const webhookVars = ['--var', 'WEBHOOK_ALLOW_LOCAL:true', '--var', 'WEBHOOK_RETRY_DELAYS:5,10,20,40,80,160,320'];
 console.log(`Starting wrangler dev ${extra.join(' ')}`.trim());
-const child = spawn(process.execPath, [runWrangler, 'dev', ...webhookVars, ...extra], { stdio: 'inherit', env: localEnv });
+const child = spawn(process.execPath, [runWrangler, 'dev', ...webhookVars, ...extra], {
+  stdio: ['inherit', 'pipe', 'pipe'],
+  // Piped output is not a terminal; keep wrangler's colours when ours is one.
+  env: process.stdout.isTTY ? { ...localEnv, FORCE_COLOR: '1' } : localEnv,
+});
+maskLines(child.stdout, process.stdout);
+maskLines(child.stderr, process.stderr);
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on('close', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+
+/** Copies `from` to `to` line by line with card numbers masked; a partial line without digits goes at once. */
+function maskLines(from, to) {
+  let pending = '';
+  let timer;
+  const flush = () => {
+    clearTimeout(timer);
+    if (pending) to.write(maskCardNumbersIn(pending));
+    pending = '';
+  };
+  from.setEncoding('utf8');
+  from.on('data', (text) => {
+    pending += text;
+    const end = pending.lastIndexOf('\n');
+    if (end >= 0) {
+      to.write(maskCardNumbersIn(pending.slice(0, end + 1)));
+      pending = pending.slice(end + 1);
+    }
+    if (!/\d/.test(pending)) flush();
+    else {
+      clearTimeout(timer);
+      timer = setTimeout(flush, 100);
+    }
+  });
+  from.on('end', flush);
+}
 
 if (!noDemo) {
   startCheckout({ port: demoPort, tokenizerUrl, publicKey: DEMO.publicKey, secretKey: DEMO.secretKey }).then(

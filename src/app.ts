@@ -4,7 +4,9 @@ import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
 import type { AppEnv } from './env';
 import { AppError, failed, handleError } from './errors';
+import { redactUrlPart } from './lib/redact';
 import { requireAdmin } from './middleware/auth';
+import { requestLog } from './middleware/request-log';
 import { admin } from './routes/admin';
 import { docs } from './routes/docs';
 import { adminBins } from './routes/admin-bins';
@@ -31,6 +33,7 @@ const jsonBodyLimit = bodyLimit({
 export const app = new Hono<AppEnv>();
 
 app.use(requestId());
+app.use(requestLog);
 app.use(async (c, next) => {
   await next();
   // Nothing this service answers may be sniffed into another type or cached: bodies can hold card metadata.
@@ -68,11 +71,13 @@ export type AppType = typeof api;
 app.onError(handleError);
 app.notFound((c) => {
   const allowed = allowedMethods(c);
+  // The path is quoted back: a card number typed into it is masked first.
+  const path = redactUrlPart(c.req.path);
   if (allowed.length > 0) {
     c.header('Allow', allowed.join(', '));
-    return c.json(failed(`method ${c.req.method} not allowed on ${c.req.path}; allowed: ${allowed.join(', ')}`), 405);
+    return c.json(failed(`method ${c.req.method} not allowed on ${path}; allowed: ${allowed.join(', ')}`), 405);
   }
-  return c.json(failed(`no route for ${c.req.method} ${c.req.path}`), 404);
+  return c.json(failed(`no route for ${c.req.method} ${path}`), 404);
 });
 
 /** Methods that have a route for this path: a non-empty answer turns a 404 into a 405. */

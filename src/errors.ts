@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from './env';
-import { redactDigits } from './lib/redact';
+import { redactDigits, redactUrlPart } from './lib/redact';
 import type { FailedEnvelope, FieldError, SuccessEnvelope } from './schemas/envelope';
 
 /** The closed list of error codes the service answers with. */
@@ -98,7 +98,7 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
     JSON.stringify({
       level: 'error',
       request_id: requestId,
-      path: new URL(c.req.url).pathname,
+      path: redactUrlPart(new URL(c.req.url).pathname),
       error: err.name,
       message: redactDigits(err.message),
     }),

@@ -1,4 +1,4 @@
-/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention. */
+/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention and the idempotency window. */
 import { app } from './app';
 import type { Env } from './env';
 import { systemClock } from './lib/time';
@@ -8,6 +8,7 @@ import { CHUNK_QUEUE, DEAD_LETTER_QUEUE, WEBHOOK_DEAD_LETTER_QUEUE, WEBHOOK_QUEU
 import { consumeWebhookDeadLetters, consumeWebhookDeliveries } from './queues/webhook-consumer';
 import { isPagePath, pages } from './routes/pages';
 import { deleteExpiredResults } from './services/batches/results';
+import { sweepIdempotencyWindow } from './services/transactions/idempotency';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 
@@ -26,7 +27,10 @@ export default {
 
   async scheduled(controller, env) {
     // The scheduled time is the clock: tests pick it with createScheduledController.
-    const swept = await deleteExpiredResults(env, () => new Date(controller.scheduledTime));
+    const clock = () => new Date(controller.scheduledTime);
+    const swept = await deleteExpiredResults(env, clock);
     console.log(JSON.stringify({ level: 'info', event: 'batch_retention', swept }));
+    const cleared = await sweepIdempotencyWindow(env, clock);
+    console.log(JSON.stringify({ level: 'info', event: 'idempotency_window', cleared }));
   },
 } satisfies ExportedHandler<Env, unknown>;

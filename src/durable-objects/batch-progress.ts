@@ -30,6 +30,11 @@ import {
 } from '../services/batches/state';
 import { ProgressFeed } from './progress-feed';
 
+/** A chunk the object could not record; the message is the failure's, for the caller's log. */
+export interface ChunkNotRecorded {
+  failed: string;
+}
+
 type StateRow = {
   batch_id: string;
   status: BatchStatus;
@@ -120,9 +125,20 @@ export class BatchProgress extends DurableObject<Env> {
 
   /**
    * Records a chunk's rows as processed, once however often it is delivered. The first chunk moves
-   * the batch to `processing`, the last one to `completed`.
+   * the batch to `processing`, the last one to `completed`. Never rejects: when the object's
+   * storage (or a side effect) fails, the answer says so and the caller retries the message. A
+   * rejected RPC would also surface as an uncaught exception of the object itself, beside the
+   * caller's error, for a failure the caller already handles.
    */
-  async recordChunk(chunk: number): Promise<ChunkRecorded> {
+  async recordChunk(chunk: number): Promise<ChunkRecorded | ChunkNotRecorded> {
+    try {
+      return await this.#recordChunk(chunk);
+    } catch (err) {
+      return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
+    }
+  }
+
+  async #recordChunk(chunk: number): Promise<ChunkRecorded> {
     const state = this.#requireState();
     if (hasEnded(state.status)) {
       await this.#afterEnd(state);

@@ -292,15 +292,33 @@ export function parseChunkRows(text: string, firstLine: number): CsvRow[] {
 }
 
 /**
+ * Text a spreadsheet would run as a formula (OWASP "CSV injection"): a cell starting with "=", "+",
+ * "-", "@", a tab or a carriage return, also after leading spaces. Such a cell gets a leading "'",
+ * which spreadsheets show as plain text and never evaluate.
+ */
+const FORMULA_START = /^ *[=+\-@\t\r]/;
+/** What a numeric column may hold unchanged: an integer or decimal, negative ones included. */
+const NUMBER = /^-?[0-9]+(\.[0-9]+)?$/;
+
+/**
  * One result line: every field wrapped in double quotes like the input. A value holding a double
  * quote has it doubled (RFC 4180) and a line break becomes a space, so one row stays one line.
+ * Every field is formula-safe: `numeric[i]` marks the columns that hold numbers, whose numbers
+ * (negative amounts too) are written as they are; anything else that reads as a formula, in any
+ * column, is neutralised with a leading "'".
  */
-export function toCsvLine(values: readonly (string | number | boolean | null | undefined)[]): string {
+export function toCsvLine(
+  values: readonly (string | number | boolean | null | undefined)[],
+  numeric: readonly boolean[] = [],
+): string {
   let out = '';
   for (let i = 0; i < values.length; i++) {
     const value = values[i];
     let text = value === null || value === undefined ? '' : String(value);
+    const isNumber = numeric[i] === true && (typeof value === 'number' ? Number.isFinite(value) : NUMBER.test(text));
+    if (!isNumber && FORMULA_START.test(text)) text = `'${text}`;
     if (/["\r\n]/.test(text)) text = text.replace(/"/g, '""').replace(/\r\n|\r|\n/g, ' ');
+    if (!isNumber && FORMULA_START.test(text)) text = `'${text}`;
     out += i === 0 ? `"${text}"` : `,"${text}"`;
   }
   return out + '\n';

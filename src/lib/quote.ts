@@ -1,4 +1,4 @@
-import { containsCardNumber } from './luhn';
+import { containsCardNumber } from './card-number';
 
 /** A client's value as an error message may quote it: JSON-escaped, bounded, and never a card number. */
 export function quoteInput(value: string, maxLength = 80): string {

@@ -3,11 +3,13 @@ import { Hono } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
-import { maskCardNumbersIn } from '../lib/mask';
+import { BodyReader, BodyTooLargeError } from '../lib/body-reader';
+import { maskCardNumbersIn } from '../lib/card-number';
 import { MultipartError, MultipartReader, multipartBoundary } from '../lib/multipart';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
-import { validate } from '../middleware/validate';
+import { check, validate } from '../middleware/validate';
+import { clientIpHeaderSchema } from '../schemas/client-ip';
 import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
 import { batchLimits } from '../services/batches/limits';
 import { getBatch, listBatches } from '../services/batches/records';
@@ -21,26 +23,50 @@ import { acceptUpload, type UploadSource } from '../services/batches/upload';
  */
 const fileForm = createMiddleware<AppEnv, string, { in: { form: { file: Blob } } }>((_c, next) => next());
 
+/** Bytes of a form allowed before the file part's content: the preamble, other parts, part headers. */
+export const MAX_FORM_BYTES_BEFORE_FILE = 64 * 1024;
+/** Bytes allowed after the file part: its closing delimiter, the final "--", a short epilogue. */
+const MAX_FORM_BYTES_AFTER_FILE = 4 * 1024;
+
 export const filebatch = new Hono<AppEnv>()
   .use(requireSecretKey)
-  .post('/', validate('query', uploadQuerySchema), fileForm, async (c) => {
+  .post('/', validate('query', uploadQuerySchema), check('header', clientIpHeaderSchema), fileForm, async (c) => {
   const maxBytes = batchLimits(c.env).maxBytes;
-  // Refuse a body that announces itself too large before reading it (a multipart wrapper adds a little).
-  const announced = Number(c.req.header('Content-Length') ?? '0');
-  if (announced > maxBytes + 64 * 1024) throw new AppError('payload_too_large', `the file exceeds the limit of ${maxBytes} bytes`);
-  const { source, reader } = await openUpload(c.req.raw, c.req.valid('query').file_name);
+  const contentType = c.req.header('Content-Type') ?? '';
+  const raw = /^text\/csv\b/i.test(contentType);
+  const boundary = raw ? null : multipartBoundary(contentType);
+  const queryFileName = c.req.valid('query').file_name;
+  if (!raw && boundary === null) {
+    throw new AppError('bad_request', 'Content-Type must be multipart/form-data (a part named "file") or text/csv');
+  }
+  if (raw && queryFileName === undefined) throw new AppError('bad_request', 'file_name: a text/csv upload names its file with ?file_name=');
+  // Every byte of the body counts: the file, and for a form whatever surrounds it.
+  const bodyLimit = raw ? maxBytes : maxBytes + MAX_FORM_BYTES_BEFORE_FILE + MAX_FORM_BYTES_AFTER_FILE;
+  const tooLarge = raw
+    ? `the file exceeds the limit of ${maxBytes} bytes`
+    : `the request body exceeds ${bodyLimit} bytes (the file's limit of ${maxBytes} and ${bodyLimit - maxBytes} for the form around it)`;
+  // A body that announces itself too large is refused unread (the runtime drains an untouched body).
+  if (Number(c.req.header('Content-Length') ?? '0') > bodyLimit) throw new AppError('payload_too_large', tooLarge);
+  if (c.req.raw.body === null) throw new AppError('bad_request', 'the file is empty');
+  const body = new BodyReader(c.req.raw.body, bodyLimit);
 
   let outcome: Awaited<ReturnType<typeof acceptUpload>>;
   try {
-    const ip = c.req.header('CF-Connecting-IP') ?? null;
+    const source: UploadSource =
+      boundary === null
+        ? { fileName: cleanFileName(queryFileName ?? ''), bytes: body.chunks() }
+        : await formFileSource(new MultipartReader(body, boundary, { maxBytesBeforePart: MAX_FORM_BYTES_BEFORE_FILE }));
+    const ip = c.req.header('CF-Connecting-IP') || null; // checked: an IP address or absent
     // Chunk messages go out after the answer, in waitUntil.
     outcome = await acceptUpload(c.env, c.get('caller'), source, ip, systemClock, (work) => c.executionCtx.waitUntil(work));
   } catch (err) {
     if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
+    if (err instanceof BodyTooLargeError) throw new AppError('payload_too_large', tooLarge);
     throw err;
   } finally {
-    // Whatever was not read of the request (a rejected file, parts after "file") is dropped.
-    await reader?.cancel().catch(() => undefined);
+    // A body we started reading is read to its end before answering (see BodyReader): whatever
+    // was left (a rejected file, the form after "file") is dropped, so the answer reaches the client.
+    await body.discardRest();
   }
   if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
   return c.json(success(outcome.batch), 200);
@@ -87,37 +113,11 @@ export const filebatch = new Hono<AppEnv>()
   });
   });
 
-/** The uploaded file: the raw body (text/csv), or the form's part named "file" (multipart). */
-async function openUpload(
-  request: Request,
-  queryFileName: string | undefined,
-): Promise<{ source: UploadSource; reader: MultipartReader | null }> {
-  const body = request.body;
-  if (body === null) throw new AppError('bad_request', 'the file is empty');
-  const contentType = request.headers.get('Content-Type') ?? '';
-  if (/^text\/csv\b/i.test(contentType)) {
-    if (queryFileName === undefined) throw new AppError('bad_request', 'file_name: a text/csv upload names its file with ?file_name=');
-    return { source: { fileName: cleanFileName(queryFileName), bytes: body }, reader: null };
-  }
-  const boundary = multipartBoundary(contentType);
-  if (boundary === null) {
-    throw new AppError('bad_request', 'Content-Type must be multipart/form-data (a part named "file") or text/csv');
-  }
-  const reader = new MultipartReader(body, boundary);
-  return { source: await fileSource(reader), reader };
-}
-
-/** Advances the form to its part named "file"; other parts before it are skipped. */
-async function fileSource(reader: MultipartReader): Promise<UploadSource> {
-  try {
-    for (let part = await reader.nextPart(); part !== null; part = await reader.nextPart()) {
-      if (part.name === 'file') return { fileName: cleanFileName(part.filename ?? 'upload.csv'), bytes: reader.body() };
-    }
-  } catch (err) {
-    if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
-    throw err;
-  }
-  throw new AppError('bad_request', 'file: the multipart form has no part named "file"');
+/** Advances the form to its part named "file" (other parts before it are skipped) and streams it. */
+async function formFileSource(reader: MultipartReader): Promise<UploadSource> {
+  const part = await reader.findPart('file');
+  if (part === null) throw new AppError('bad_request', 'file: the multipart form has no part named "file"');
+  return { fileName: cleanFileName(part.filename ?? 'upload.csv'), bytes: reader.body() };
 }
 
 /** The last path segment, without control characters, at most 255 characters. */

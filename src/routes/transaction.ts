@@ -27,13 +27,13 @@ export const transaction = new Hono<AppEnv>()
   validate('header', idempotencyHeaderSchema),
   validate('json', transactionBodySchema),
   async (c) => {
-    const sentKey = c.req.valid('header')['idempotency-key'];
+    const { 'idempotency-key': sentKey, 'cf-connecting-ip': ipAddress } = c.req.valid('header');
     const [outcome] = await processTransactions(
       c.env,
       c.get('caller'),
       // Without a key, a generated one is recorded: the request is simply not retry-safe.
       [{ input: c.req.valid('json'), idempotencyKey: sentKey ?? randomId(24, 'auto_') }],
-      { source: 'api', ipAddress: c.req.header('CF-Connecting-IP') ?? null },
+      { source: 'api', ipAddress: ipAddress ?? null },
       systemClock,
     );
     if (!outcome) throw new Error('transaction engine answered no outcome');

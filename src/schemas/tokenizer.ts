@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseExpiry } from '../lib/expiry';
-import { isValidCardNumber } from '../lib/luhn';
+import { isValidCardNumber } from '../lib/card-number';
 import { originProblem } from '../lib/origin';
 import { quoteInput } from '../lib/quote';
 

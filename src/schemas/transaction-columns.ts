@@ -136,6 +136,23 @@ export const RESULT_COLUMNS = [
 
 export type ResultColumn = (typeof RESULT_COLUMNS)[number];
 
+/**
+ * Result columns that hold numbers (money in minor units, the response code). The result CSV writes
+ * their numbers as they are, negative ones included; every other column is text, and text that a
+ * spreadsheet would run as a formula is neutralised (see `toCsvLine`).
+ */
+export const NUMERIC_RESULT_COLUMNS: ReadonlySet<ResultColumn> = new Set([
+  'amount',
+  'amount_authorized',
+  'amount_captured',
+  'amount_settled',
+  'tip',
+  'service_fee',
+  'tax_amount',
+  'shipping_amount',
+  'response_code',
+]);
+
 /** A transaction record: every result column; null where the value is absent (an empty CSV field). */
 export type TransactionRecord = Record<ResultColumn, string | number | boolean | null>;
 

@@ -5,7 +5,8 @@
  * with the same rules. null means absent, like an empty CSV field.
  */
 import { z } from 'zod';
-import { containsCardNumber } from '../lib/luhn';
+import { containsCardNumber } from '../lib/card-number';
+import { clientIpField } from './client-ip';
 import { AMOUNT_COLUMNS, INPUT_COLUMNS, type InputColumn, type TransactionInput } from './transaction-columns';
 
 const AMOUNT_COLUMN_SET: ReadonlySet<InputColumn> = new Set(AMOUNT_COLUMNS);
@@ -40,6 +41,8 @@ export const idempotencyHeaderSchema = z.object({
     // Stored and answered as given (the record's idempotency_key): never a card number.
     .refine((value) => !containsCardNumber(value), 'must not contain a card number')
     .optional(),
+  // Validated with the other headers: it becomes the record's ip_address.
+  'cf-connecting-ip': clientIpField,
 });
 
 export const transactionIdParamSchema = z.object({

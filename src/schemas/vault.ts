@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isValidRoutingNumber } from '../lib/aba';
-import { containsCardNumber } from '../lib/luhn';
+import { containsCardNumber } from '../lib/card-number';
 import { TEMP_TOKEN_PATTERN } from './tokenizer';
 import { cardNumberField, expirationField } from './tokenizer';
 

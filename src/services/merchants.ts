@@ -115,22 +115,39 @@ export async function changeMerchant(
 const AUTH_MEMORY_TTL_MS = 10_000;
 const recentCallers = new MemoryCache<Caller>(1_000, AUTH_MEMORY_TTL_MS);
 
+/**
+ * Bumped each time this isolate forgets callers. An authentication that read a caller before a
+ * bump does not keep what it read: a revocation that lands while a request is authenticating
+ * must not be undone by that request writing the old caller back into a cache afterwards.
+ */
+let cacheEpoch = 0;
+
 /** The caller behind a raw API key, or null when the key is unknown or revoked. */
 export async function authenticateKey(env: Env, rawKey: string): Promise<Caller | null> {
   const keyHash = await sha256Hex(rawKey);
   const remembered = recentCallers.get(keyHash);
   if (remembered) return remembered;
+  const epoch = cacheEpoch;
   const cached = await getCachedCaller(env.BIN_CACHE, keyHash);
-  if (cached) return recentCallers.set(keyHash, cached);
+  // Forgotten meanwhile: what KV answered may be the entry the change just deleted; ask D1.
+  if (cached && epoch === cacheEpoch) return recentCallers.set(keyHash, cached);
   const caller = await findCallerByKeyHash(env.DB, keyHash);
-  if (caller) {
-    await putCachedCaller(env.BIN_CACHE, keyHash, caller);
-    recentCallers.set(keyHash, caller);
+  if (caller === null) return null;
+  await putCachedCaller(env.BIN_CACHE, keyHash, caller);
+  if (epoch === cacheEpoch) recentCallers.set(keyHash, caller);
+  // A change committed after the read above deleted the cache entries before the writes just
+  // made (possibly in another isolate, which no epoch here sees): read again and take the writes
+  // back if the key changed meanwhile. A miss costs two D1 reads, once per key per minute or so.
+  const current = await findCallerByKeyHash(env.DB, keyHash);
+  if (JSON.stringify(current) !== JSON.stringify(caller)) {
+    await forgetCallers(env, [keyHash]);
+    return current;
   }
   return caller;
 }
 
 async function forgetCallers(env: Env, keyHashes: string[]): Promise<void> {
+  cacheEpoch++;
   for (const hash of keyHashes) recentCallers.delete(hash);
   await dropCachedCallers(env.BIN_CACHE, keyHashes);
 }

@@ -23,25 +23,38 @@ export interface SandboxLedgerRow extends SandboxChargeEntry {
   createdAt: string;
 }
 
-// A key asked again keeps its first answer (gateways deduplicate on it) and counts the call.
+// A key asked again keeps its first answer (gateways deduplicate on it) and counts the call; an
+// entry made before ?4 is past the key's window, and the charge under the key is a new one.
+// (SET expressions read the row as it was, so each CASE sees the old created_at.)
 const RECORD_SQL = `INSERT INTO sandbox_charges (processor_id, idempotency_key, type, amount, payment_type, result, created_at)
   SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
          json_extract(value, '$[3]'), json_extract(value, '$[4]'), ?2
   FROM json_each(?3) WHERE true
-  ON CONFLICT (processor_id, idempotency_key) DO UPDATE SET charge_calls = charge_calls + 1
+  ON CONFLICT (processor_id, idempotency_key) DO UPDATE SET
+    type = CASE WHEN created_at < ?4 THEN excluded.type ELSE type END,
+    amount = CASE WHEN created_at < ?4 THEN excluded.amount ELSE amount END,
+    payment_type = CASE WHEN created_at < ?4 THEN excluded.payment_type ELSE payment_type END,
+    result = CASE WHEN created_at < ?4 THEN excluded.result ELSE result END,
+    charge_calls = CASE WHEN created_at < ?4 THEN 1 ELSE charge_calls + 1 END,
+    lookup_calls = CASE WHEN created_at < ?4 THEN 0 ELSE lookup_calls END,
+    created_at = CASE WHEN created_at < ?4 THEN excluded.created_at ELSE created_at END
   RETURNING idempotency_key, result`;
 
-/** Records charges (one statement per ~900 KB) and answers each key's stored answer: its first one. */
+/**
+ * Records charges (one statement per ~900 KB) and answers each key's stored answer: its first one
+ * within the key's window, which starts at the first charge made on or after `windowStart`.
+ */
 export async function recordSandboxCharges(
   db: D1Database,
   processorId: string,
   entries: readonly SandboxChargeEntry[],
   createdAt: string,
+  windowStart: string,
 ): Promise<Map<string, string>> {
   if (entries.length === 0) return new Map();
   const rows = entries.map((e) => JSON.stringify([e.idempotencyKey, e.type, e.amount, e.paymentType, e.result]));
   const results = await db.batch<{ idempotency_key: string; result: string }>(
-    jsonArrayParameters(rows).map((json) => db.prepare(RECORD_SQL).bind(processorId, createdAt, json)),
+    jsonArrayParameters(rows).map((json) => db.prepare(RECORD_SQL).bind(processorId, createdAt, json, windowStart)),
   );
   return new Map(results.flatMap((r) => r.results.map((row) => [row.idempotency_key, row.result] as const)));
 }

@@ -53,12 +53,29 @@ const MAX_PARAMETER_CHARS = 900_000;
 
 type Row = Record<string, string | number | null>;
 
+/**
+ * An API transaction past its idempotency window gives up its key so the key can be used again
+ * (the table's UNIQUE (merchant_id, idempotency_key) would refuse the new record otherwise): the
+ * stored key gets this suffix and the record's id, and reads take it off again, so the record
+ * still shows the key it was made with. A batch row keeps its key (`{batch}:{line}` can never be
+ * a new request). Either way the request hash is cleared to ''.
+ */
+const RETIRED_KEY_SUFFIX = '#expired:';
+
+function shownIdempotencyKey(row: Row): string | null {
+  const key = row.idempotency_key;
+  if (typeof key !== 'string' || row.request_hash !== '') return typeof key === 'string' ? key : null;
+  const suffix = `${RETIRED_KEY_SUFFIX}${String(row.id)}`;
+  return key.endsWith(suffix) ? key.slice(0, -suffix.length) : key;
+}
+
 function toStoredTransaction(row: Row): StoredTransaction {
   const bool = (column: string) => (row[column] === null ? null : row[column] === 1);
   const record = {} as TransactionRecord;
   for (const column of RESULT_COLUMNS) {
     record[column] = BOOLEAN_COLUMNS.has(column) ? bool(column) : (row[column] ?? null);
   }
+  record.idempotency_key = shownIdempotencyKey(row);
   return {
     record,
     merchantId: String(row.merchant_id),
@@ -115,11 +132,17 @@ export async function insertTransactions(db: D1Database, transactions: StoredTra
   return new Set(results.flatMap((result) => result.results.map((row) => row.id)));
 }
 
-/** The merchant's transactions recorded under any of `keys` (one query). */
+/**
+ * The merchant's transactions recorded under any of `keys` (one query). With `expiredBefore`, API
+ * transactions among them created before that time are retired (key freed, hash cleared: see
+ * RETIRED_KEY_SUFFIX) and left out, so their keys read as unused; that write happens only when
+ * there is one to retire.
+ */
 export async function findTransactionsByIdempotencyKeys(
   db: D1Database,
   merchantId: string,
   keys: string[],
+  expiredBefore?: string,
 ): Promise<StoredTransaction[]> {
   if (keys.length === 0) return [];
   const { results } = await db
@@ -129,7 +152,44 @@ export async function findTransactionsByIdempotencyKeys(
     )
     .bind(merchantId, JSON.stringify(keys))
     .all<Row>();
-  return results.map(toStoredTransaction);
+  if (expiredBefore === undefined) return results.map(toStoredTransaction);
+  // An open claim keeps its key until it is settled (claims.ts), however old.
+  const expired = (row: Row) => row.batch_id === null && row.status !== CLAIMED_STATUS && String(row.created_at) < expiredBefore;
+  const retired = results.filter(expired).map((row) => String(row.id));
+  if (retired.length > 0) {
+    // Guarded by request_hash <> '': retiring twice (a concurrent request, the cron) changes nothing.
+    await db
+      .prepare(
+        `UPDATE transactions SET request_hash = '', idempotency_key = idempotency_key || ?2 || id
+         WHERE id IN (SELECT value FROM json_each(?1)) AND batch_id IS NULL AND request_hash <> ''
+           AND status <> '${CLAIMED_STATUS}'`,
+      )
+      .bind(JSON.stringify(retired), RETIRED_KEY_SUFFIX)
+      .run();
+  }
+  return results.filter((row) => !expired(row)).map(toStoredTransaction);
+}
+
+/**
+ * The daily sweep of the idempotency window: every transaction created before `before` that still
+ * has a request hash loses it (and an API transaction its key, as above). Idempotent: a swept row
+ * has request_hash '' and is never matched again. At most `limit` rows per call; answers how
+ * many were swept.
+ */
+export async function sweepExpiredRequestHashes(db: D1Database, before: string, limit: number): Promise<number> {
+  const result = await db
+    .prepare(
+      `UPDATE transactions
+       SET request_hash = '',
+           idempotency_key = CASE WHEN batch_id IS NULL THEN idempotency_key || ?3 || id ELSE idempotency_key END
+       WHERE rowid IN (
+         SELECT rowid FROM transactions
+         WHERE request_hash <> '' AND created_at < ?1 AND status <> '${CLAIMED_STATUS}' LIMIT ?2
+       )`,
+    )
+    .bind(before, limit, RETIRED_KEY_SUFFIX)
+    .run();
+  return result.meta.changes;
 }
 
 export async function findTransaction(db: D1Database, merchantId: string, id: string): Promise<StoredTransaction | null> {

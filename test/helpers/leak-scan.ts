@@ -2,7 +2,7 @@
  * Scanners for card data in everything the service stores or says: D1 tables, KV namespaces, R2
  * objects, Durable Object storage, queue messages, response bodies and console output.
  *
- * A finding is a full card number (also when written with spaces or dashes, and also inside a
+ * A finding is a full card number (also when written with spaces, dashes or dots, and also inside a
  * base64 run, so a value merely encoded rather than encrypted is caught) or a CVC standing alone
  * (not part of a longer run of letters or digits: ids, hashes and ciphertext are not findings).
  * Sealed values (card-crypto's "v1.<iv>.<ciphertext>") decode to ciphertext and so pass.
@@ -39,8 +39,8 @@ export function findSecrets(text: string, secrets: Secrets, where: string): Find
 
 function scanPlain(text: string, secrets: Secrets, where: string): Finding[] {
   const findings: Finding[] = [];
-  // Digits written with single spaces or dashes between them count as one number.
-  const compact = text.replace(/(?<=\d)[ -](?=\d)/g, '');
+  // Digits written with single spaces, dashes or dots between them count as one number.
+  const compact = text.replace(/(?<=\d)[ .-](?=\d)/g, '');
   for (const number of secrets.cardNumbers) {
     const at = compact.indexOf(number);
     if (at >= 0) findings.push({ where, kind: 'card number', context: around(compact, at, number.length, 'card number') });

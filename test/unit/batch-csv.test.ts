@@ -115,4 +115,16 @@ describe('reading rows back and writing result lines', () => {
   it('quotes every field, empty for null, and keeps one row on one line', () => {
     expect(toCsvLine(['a', 1, null, true, 'say "hi"\nthere'])).toBe('"a","1","","true","say ""hi"" there"\n');
   });
+
+  it('neutralises text a spreadsheet would run as a formula, in every text column', () => {
+    const cells = ['=1+2', '+SUM(A1)', '-2+3', '@cmd', '\t=1', '\r=1', '  =1', ' -5', '\n=1', 'fine', "'quoted", 'a=b'];
+    expect(toCsvLine(cells)).toBe(
+      '"\'=1+2","\'+SUM(A1)","\'-2+3","\'@cmd","\'\t=1","\' =1","\'  =1","\' -5","\' =1","fine","\'quoted","a=b"\n',
+    );
+  });
+
+  it('leaves numbers in numeric columns as numbers, negative ones included, and nothing else', () => {
+    const numeric = [true, true, true, true, false, false];
+    expect(toCsvLine([-500, '-25', 1000, '=1+2', -500, '-25'], numeric)).toBe('"-500","-25","1000","\'=1+2","\'-500","\'-25"\n');
+  });
 });

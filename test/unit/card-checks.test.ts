@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import * as frame from '../../public/tokenizer/v1/card-checks.js';
 import { detectBrand, IIN_RANGES } from '../../src/lib/card-brand';
 import { isExpired, parseExpiry } from '../../src/lib/expiry';
-import { passesLuhn } from '../../src/lib/luhn';
+import { passesLuhn } from '../../src/lib/card-number';
 import { fuzzRuns } from '../helpers/fuzz';
 
 const digitString = (maxLength: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength }).map((d) => d.join(''));

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { isValidRoutingNumber } from '../../src/lib/aba';
 import { open, seal } from '../../src/lib/card-crypto';
 import { formatExpiry, isExpired, parseExpiry } from '../../src/lib/expiry';
-import { isValidCardNumber, passesLuhn } from '../../src/lib/luhn';
+import { isValidCardNumber, passesLuhn } from '../../src/lib/card-number';
 import { maskAccountNumber, maskCardNumber } from '../../src/lib/mask';
 import { redactDigits } from '../../src/lib/redact';
 

@@ -12,6 +12,7 @@ import { describeFieldErrors } from '../../lib/field-errors';
 import type { Clock } from '../../lib/time';
 import type { ChunkMessage } from '../../schemas/queue';
 import {
+  NUMERIC_RESULT_COLUMNS,
   RESULT_COLUMNS,
   type InputColumn,
   type TransactionInput,
@@ -71,8 +72,10 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
   let csv = '';
   for (const [index, outcome] of outcomes.entries()) csv += resultLine(outcome, requests[index]?.idempotencyKey ?? '');
   await putResultPart(env.FILES, batch.id, message.chunk, csv);
-  const { counted } = await progress.recordChunk(message.chunk);
-  return { ok: true, counted };
+  const recorded = await progress.recordChunk(message.chunk);
+  // Thrown here, in the consumer, so the message is retried with backoff like any other failure.
+  if ('failed' in recorded) throw new Error(`chunk ${message.chunk} could not be recorded: ${recorded.failed}`);
+  return { ok: true, counted: recorded.counted };
 }
 
 /** Header names → field values; an empty field is an absent value. */
@@ -85,10 +88,13 @@ function toInput(columns: string[], fields: string[]): TransactionInput {
   return input;
 }
 
+/** Which result columns are numeric, in column order: what `toCsvLine` leaves as numbers. */
+const NUMERIC = RESULT_COLUMNS.map((column) => NUMERIC_RESULT_COLUMNS.has(column));
+
 /** A row's line in the result file (the partial download of a failed batch writes its own with it too). */
 export function resultLine(outcome: TransactionOutcome, idempotencyKey: string): string {
   const record: TransactionRecord | null = outcome.record;
-  if (record) return toCsvLine(RESULT_COLUMNS.map((column) => record[column]));
+  if (record) return toCsvLine(RESULT_COLUMNS.map((column) => record[column]), NUMERIC);
   // Only the API's idempotency conflict has no record; a batch row still gets exactly one line.
   return toCsvLine(
     RESULT_COLUMNS.map((column) =>
@@ -102,5 +108,6 @@ export function resultLine(outcome: TransactionOutcome, idempotencyKey: string):
               : describeFieldErrors(outcome.errors)
             : null,
     ),
+    NUMERIC,
   );
 }

@@ -3,6 +3,7 @@
  * an accepted file becomes a batch through the lifecycle.
  */
 import type { Caller, Env } from '../../env';
+import { maskCardNumbersIn } from '../../lib/card-number';
 import { randomId } from '../../lib/crypto';
 import { CsvScanner, problemMessage } from '../../lib/batch-csv';
 import { isoTimestamp, type Clock } from '../../lib/time';
@@ -24,7 +25,8 @@ export function checkHeader(columns: string[]): string | null {
   const seen = new Set<string>();
   for (const [index, name] of columns.entries()) {
     if (name === '') return `column ${index + 1} has an empty name`;
-    if (!KNOWN_COLUMNS.has(name)) return `unknown column "${name}"`;
+    // The name is quoted back in the 400: a card number pasted into the header is masked.
+    if (!KNOWN_COLUMNS.has(name)) return `unknown column "${maskCardNumbersIn(name)}"`;
     if (seen.has(name)) return `duplicate column "${name}"`;
     seen.add(name);
   }

@@ -37,6 +37,7 @@ import {
   type ProcessorAccounts,
 } from './claims';
 import { transactionDepsFromEnv } from './deps';
+import { idempotencyCutoff } from './idempotency';
 import { Resolver, type Engine, type Prepared } from './payment-resolution';
 import { merchantProcessors } from './processors/registry';
 import { invalidRecord } from './records';
@@ -60,9 +61,14 @@ export async function getTransaction(env: Env, merchantId: string, id: string): 
   return stored && !isClaim(stored) ? stored.record : null;
 }
 
-/** The merchant's records under `keys`, by key. */
-async function findByKeys(db: D1Database, merchantId: string, keys: string[]): Promise<Map<string, StoredTransaction>> {
-  const found = await findTransactionsByIdempotencyKeys(db, merchantId, keys);
+/** The merchant's records under `keys`, by key; with `expiredBefore`, API keys past the idempotency window are freed first. */
+async function findByKeys(
+  db: D1Database,
+  merchantId: string,
+  keys: string[],
+  expiredBefore?: string,
+): Promise<Map<string, StoredTransaction>> {
+  const found = await findTransactionsByIdempotencyKeys(db, merchantId, keys, expiredBefore);
   return new Map(found.map((stored) => [String(stored.record.idempotency_key), stored]));
 }
 
@@ -94,7 +100,11 @@ export async function runTransactions(
     }),
   });
   const fromStored = (p: Prepared, stored: StoredTransaction): TransactionOutcome => {
-    if (stored.requestHash === p.hash) return { ok: true, record: stored.record, replayed: true };
+    // Past the idempotency window the hash is swept (''); a batch row's key still names one line of
+    // one file, so a late redelivery of its chunk replays it. (API keys past the window are freed.)
+    const sweptRowOfThisBatch =
+      stored.requestHash === '' && context.source === 'batch' && stored.batchId === (context.batchId ?? null);
+    if (stored.requestHash === p.hash || sweptRowOfThisBatch) return { ok: true, record: stored.record, replayed: true };
     const errors = [{ field: 'Idempotency-Key', msg: 'was already used with a different request' }];
     // A batch row always gets a result line; only the API answers a bare conflict (409).
     if (context.source === 'batch') return invalid(p, errors);
@@ -119,7 +129,7 @@ export async function runTransactions(
 
   // 1. Requests already recorded under their key are answered from D1, never charged again.
   const keys = [...new Set(prepared.map((p) => p.request.idempotencyKey))];
-  const recorded = await findByKeys(env.DB, caller.merchantId, keys);
+  const recorded = await findByKeys(env.DB, caller.merchantId, keys, idempotencyCutoff(now));
   // A claim whose holder crashed is settled from the processor's record first (claims.ts).
   const abandoned = [...recorded.values()].filter((stored) => isClaim(stored) && takeoverInSeconds(stored, now) === 0);
   if (abandoned.length > 0) {

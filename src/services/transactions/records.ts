@@ -5,7 +5,7 @@
  */
 import { formatExpiry, parseExpiry, type Expiry } from '../../lib/expiry';
 import { describeFieldErrors } from '../../lib/field-errors';
-import { containsCardNumber } from '../../lib/luhn';
+import { containsCardNumber } from '../../lib/card-number';
 import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
 import type { RowError, TransactionContext, TransactionInput, TransactionRecord } from '../../schemas/transaction-columns';
 import { CUSTOMER_ID_PATTERN } from '../../schemas/vault';

@@ -6,7 +6,7 @@
  */
 import { isValidRoutingNumber } from '../../lib/aba';
 import { checkExpiration, type Expiry } from '../../lib/expiry';
-import { containsCardNumber, passesLuhn } from '../../lib/luhn';
+import { containsCardNumber, passesLuhn } from '../../lib/card-number';
 import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../../schemas/transaction-columns';
 import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../../schemas/vault';
 

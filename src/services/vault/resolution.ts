@@ -5,7 +5,7 @@
  */
 import type { Env } from '../../env';
 import { open } from '../../lib/card-crypto';
-import { containsCardNumber } from '../../lib/luhn';
+import { containsCardNumber } from '../../lib/card-number';
 import { findCustomersWithMethods, type CustomerRecord, type PaymentMethodRecord, type ResolvedRow } from '../../storage/vault';
 
 export type VaultPaymentMethod =

@@ -22,7 +22,10 @@ export interface Charge {
   /**
    * The engine's idempotency key. A processor that talks to a network forwards it (every acquirer
    * API in this family accepts one, as an order id or idempotency key), so the gateway can answer
-   * `lookup` for it and never charges it twice even if asked twice.
+   * `lookup` for it and never charges it twice even if asked twice. The key is the merchant's and
+   * holds for the engine's 24-hour idempotency window (idempotency.ts): after it, an API key may
+   * name a new transaction, so an acquirer whose keys live longer must be sent the key with the
+   * window's start (the claim's `created_at` date) appended.
    */
   idempotencyKey: string;
 }

@@ -15,6 +15,7 @@ import { randomId } from '../../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../../lib/time';
 import { findSandboxCharges, recordSandboxCharges, type SandboxChargeEntry } from '../../../storage/sandbox-ledger';
 import type { Charge, ChargeResult, PaymentProcessor } from './processor';
+import { idempotencyCutoff } from '../idempotency';
 
 interface Decline {
   code: number;
@@ -158,7 +159,10 @@ export class SandboxProcessor implements PaymentProcessor {
 
   constructor(db: D1Database, processorId: string, clock: Clock) {
     this.#record = coalesce(async (entries: SandboxChargeEntry[]) => {
-      const stored = await recordSandboxCharges(db, processorId, entries, isoTimestamp(clock()));
+      const now = clock();
+      // Keys are honoured for the engine's own idempotency window: a key the engine freed after it
+      // (an API key used again after 24 hours) is a new charge here too.
+      const stored = await recordSandboxCharges(db, processorId, entries, isoTimestamp(now), idempotencyCutoff(now));
       return entries.map((entry) => {
         const result = parseResult(stored.get(entry.idempotencyKey));
         if (!result) throw new Error('the sandbox ledger did not record a charge');
