@@ -74,7 +74,7 @@ export const filebatch = new Hono<AppEnv>()
   });
 
 /** The uploaded file: the raw body (text/csv), or the form's part named "file" (multipart). */
-async function openUpload(
+export async function openUpload(
   request: Request,
   queryFileName: string | undefined,
 ): Promise<{ source: UploadSource; reader: MultipartReader | null }> {
@@ -114,6 +114,6 @@ function cleanFileName(name: string): string {
   return clean === '' ? 'upload.csv' : clean;
 }
 
-function resultFileName(fileName: string): string {
+export function resultFileName(fileName: string): string {
   return `${fileName.replace(/\.csv$/i, '')}-results.csv`;
 }

@@ -117,7 +117,11 @@ const recentCallers = new MemoryCache<Caller>(1_000, AUTH_MEMORY_TTL_MS);
 
 /** The caller behind a raw API key, or null when the key is unknown or revoked. */
 export async function authenticateKey(env: Env, rawKey: string): Promise<Caller | null> {
-  const keyHash = await sha256Hex(rawKey);
+  return authenticateKeyHash(env, await sha256Hex(rawKey));
+}
+
+/** The same, from the key's hash: a console session keeps only the hash, and is refused once the key is revoked. */
+export async function authenticateKeyHash(env: Env, keyHash: string): Promise<Caller | null> {
   const remembered = recentCallers.get(keyHash);
   if (remembered) return remembered;
   const cached = await getCachedCaller(env.BIN_CACHE, keyHash);

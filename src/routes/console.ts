@@ -1,0 +1,123 @@
+/**
+ * The batch console's server side (the page itself is served by routes/pages.ts at GET /console).
+ * The page calls these routes with its session cookie, never with the API key: sign-in exchanges
+ * the key once. Batch work goes through the same services as /api/filebatch; the live progress
+ * stream is the API's own (GET /api/filebatch/{id}/events), which accepts the cookie too.
+ */
+import { Hono } from 'hono';
+import { getCookie } from 'hono/cookie';
+import type { AppEnv } from '../env';
+import { AppError, success } from '../errors';
+import { MultipartError } from '../lib/multipart';
+import { systemClock } from '../lib/time';
+import {
+  assertSameOrigin,
+  clearSessionCookie,
+  CONSOLE_COOKIE,
+  type ConsoleEnv,
+  requireConsoleCsrf,
+  requireConsoleSession,
+  sessionFromCookie,
+  setSessionCookie,
+} from '../middleware/console-session';
+import { validate } from '../middleware/validate';
+import { consoleSignInSchema } from '../schemas/console';
+import { batchIdParamSchema, listQuerySchema } from '../schemas/filebatch';
+import { batchLimits } from '../services/batches/limits';
+import { listBatches } from '../services/batches/records';
+import { openDownload } from '../services/batches/results';
+import { summarizeBatch } from '../services/batches/summary';
+import { acceptUpload } from '../services/batches/upload';
+import { closeConsoleSession, openConsoleSession } from '../services/console-sessions';
+import { openUpload, resultFileName } from './filebatch';
+
+export const consoleRoutes = new Hono<AppEnv>();
+
+consoleRoutes.post('/session', validate('json', consoleSignInSchema), async (c) => {
+  // A sign-in posted by another site would log the browser into the attacker's account.
+  assertSameOrigin(c);
+  const outcome = await openConsoleSession(c.env, c.req.valid('json').api_key, systemClock);
+  if (!outcome.ok) {
+    throw new AppError(
+      'unauthorized',
+      outcome.reason === 'not_secret' ? 'the console needs the secret API key (api_…), not the public one' : 'invalid or revoked API key',
+    );
+  }
+  const { session } = outcome;
+  setSessionCookie(c, session.sessionId);
+  return c.json(success({ merchant_name: session.caller.merchantName, csrf_token: session.csrfToken, expires_at: session.expiresAt }), 201);
+});
+
+consoleRoutes.delete('/session', async (c) => {
+  const sessionId = getCookie(c, CONSOLE_COOKIE);
+  const session = await sessionFromCookie(c);
+  if (!session || sessionId === undefined) throw new AppError('unauthorized', 'not signed in to the console');
+  assertSameOrigin(c);
+  if (!(await session.csrfMatches(c.req.header('X-CSRF-Token')))) {
+    throw new AppError('forbidden', 'missing or wrong X-CSRF-Token header: send the csrf_token the console session answered');
+  }
+  await closeConsoleSession(c.env, sessionId);
+  clearSessionCookie(c);
+  return c.json(success({ signed_out: true as const }));
+});
+
+const signedIn = new Hono<ConsoleEnv>()
+  .use(requireConsoleSession)
+  .use(requireConsoleCsrf)
+  // The page reloads without its CSRF token (it lives in memory only): this answers it again.
+  // Another site cannot read it: the answer carries no CORS header, and the cookie is SameSite=Strict.
+  .get('/session', async (c) => {
+    const session = c.get('consoleSession');
+    return c.json(success({ merchant_name: session.caller.merchantName, csrf_token: session.csrfToken, expires_at: session.expiresAt }));
+  })
+  .post('/batches', async (c) => {
+    const maxBytes = batchLimits(c.env).maxBytes;
+    const announced = Number(c.req.header('Content-Length') ?? '0');
+    if (announced > maxBytes + 64 * 1024) throw new AppError('payload_too_large', `the file exceeds the limit of ${maxBytes} bytes`);
+    const { source, reader } = await openUpload(c.req.raw, undefined);
+    let outcome: Awaited<ReturnType<typeof acceptUpload>>;
+    try {
+      outcome = await acceptUpload(c.env, c.get('caller'), source, c.req.header('CF-Connecting-IP') ?? null, systemClock, (work) =>
+        c.executionCtx.waitUntil(work),
+      );
+    } catch (err) {
+      if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
+      throw err;
+    } finally {
+      await reader?.cancel().catch(() => undefined);
+    }
+    if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
+    return c.json(success(outcome.batch), 200);
+  })
+  .get('/batches', validate('query', listQuerySchema), async (c) => {
+    const { limit, offset } = c.req.valid('query');
+    const { batches, total } = await listBatches(c.env, c.get('caller').merchantId, { limit, offset });
+    return c.json({ ...success(batches), total_count: total, limit, offset });
+  })
+  .get('/batches/:id/summary', validate('param', batchIdParamSchema), async (c) => {
+    const outcome = await summarizeBatch(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
+    if (!outcome.ok) throw refusal(outcome.reason);
+    return c.json(success(outcome.summary));
+  })
+  .get('/batches/:id/download', validate('param', batchIdParamSchema), async (c) => {
+    const outcome = await openDownload(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
+    if (!outcome.ok) throw refusal(outcome.reason);
+    const name = resultFileName(outcome.fileName);
+    return c.body(outcome.body, 200, {
+      'Content-Type': 'text/csv; charset=utf-8',
+      'Content-Disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
+    });
+  });
+
+consoleRoutes.route('/', signedIn);
+
+function refusal(reason: 'not_found' | 'not_completed' | 'expired'): AppError {
+  switch (reason) {
+    case 'not_found':
+      return new AppError('not_found', 'batch not found');
+    case 'not_completed':
+      return new AppError('conflict', 'batch is not in completed status');
+    case 'expired':
+      return new AppError('gone', 'batch results expired');
+  }
+}
