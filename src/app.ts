@@ -12,6 +12,7 @@ import { docs } from './routes/docs';
 import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
 import { batchEvents } from './routes/batch-events';
+import { consoleRoutes } from './routes/console';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
@@ -21,7 +22,7 @@ import { webhooks } from './routes/webhooks';
 
 /** JSON bodies are small; the streamed uploads listed here enforce their own, larger limits. */
 export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
-const STREAMED_UPLOADS = new Set(['POST /api/filebatch', 'POST /admin/bins/import', 'POST /admin/bins/ranges/import']);
+const STREAMED_UPLOADS = new Set(['POST /api/filebatch', 'POST /admin/bins/import', 'POST /admin/bins/ranges/import', 'POST /console/batches']);
 
 const jsonBodyLimit = bodyLimit({
   maxSize: JSON_BODY_LIMIT_BYTES,
@@ -46,6 +47,9 @@ app.use(async (c, next) => {
 });
 
 app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+// The batch console's session and batch routes (its page is the pages app's GET /console).
+app.route('/console', consoleRoutes);
 
 app.use('/admin/*', requireAdmin);
 app.route('/admin', admin);

@@ -6,6 +6,7 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { registerAdmin } from './paths/admin';
+import { registerConsole } from './paths/console';
 import { registerFilebatch } from './paths/filebatch';
 import { registerLookup } from './paths/lookup';
 import { registerPages } from './paths/pages';
@@ -27,6 +28,7 @@ const RESOURCES = [
   registerService,
   registerPages,
   registerWebhooks,
+  registerConsole,
 ];
 
 const TAGS = [
@@ -38,6 +40,7 @@ const TAGS = [
   { name: 'Service', description: 'Health, this document and its page (no key).' },
   { name: 'Webhooks', description: 'Signed batch events for the merchant\'s endpoints, and their deliveries (secret key).' },
   { name: 'Tokenizer pages', description: "The hosted tokenizer's script and card frame, and the docs page's files (no key)." },
+  { name: 'Console', description: 'The batch console page and the routes it calls with its session cookie (sign in with the secret key).' },
 ];
 
 const KEY_HEADER = 'The key on its own as the whole `Authorization` header value (`Bearer <key>` is accepted too).';
@@ -82,6 +85,12 @@ function buildDocument(): OpenAPIObject {
     in: 'header',
     name: 'Authorization',
     description: `The operators' \`ADMIN_TOKEN\` secret, for /admin/* only. ${KEY_HEADER}`,
+  });
+  registry.registerComponent('securitySchemes', 'consoleSession', {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'binbatch_console',
+    description: 'The batch console session (POST /console/session): HttpOnly, SameSite=Strict; POST and DELETE also need `X-CSRF-Token`.',
   });
   for (const register of RESOURCES) register(registry);
 

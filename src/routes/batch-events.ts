@@ -15,6 +15,7 @@ import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
 import { credentialFrom, requireSecretKey } from '../middleware/auth';
+import { sessionFromCookie } from '../middleware/console-session';
 import { validate } from '../middleware/validate';
 import { batchIdParamSchema } from '../schemas/filebatch';
 import { batchEventsQuerySchema } from '../schemas/webhooks';
@@ -45,6 +46,11 @@ const streamReaders: ReaderResolver[] = [
     if (token === undefined) return undefined;
     const merchantId = await merchantForStreamToken(c.env, batchId, token, systemClock);
     return merchantId === null ? null : { merchantId, crossOrigin: true };
+  },
+  // The batch console's session cookie (SameSite=Strict): its page's EventSource sends it.
+  async (c) => {
+    const session = await sessionFromCookie(c);
+    return session === undefined ? undefined : session && { merchantId: session.caller.merchantId, crossOrigin: false };
   },
 ];
 

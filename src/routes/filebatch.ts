@@ -1,5 +1,8 @@
-/** Batch files (upload, status, download), plus listing. Secret key only. */
-import { Hono } from 'hono';
+/**
+ * Batch files (upload, status, download), plus listing. Secret key only. The upload and download
+ * answers are shared with the console's routes (routes/console.ts), which reach them by cookie.
+ */
+import { Hono, type Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
@@ -13,9 +16,9 @@ import { clientIpHeaderSchema } from '../schemas/client-ip';
 import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
 import { batchLimits } from '../services/batches/limits';
 import { getBatch, listBatches } from '../services/batches/records';
-import { openPartialDownload } from '../services/batches/partial-results';
+import { openPartialDownload, type PartialDownloadOutcome } from '../services/batches/partial-results';
 import { openDownload } from '../services/batches/results';
-import { acceptUpload, type UploadSource } from '../services/batches/upload';
+import { acceptUpload, type UploadedBatch, type UploadSource } from '../services/batches/upload';
 
 /**
  * Declares the upload's form (one part named "file") to the typed client without reading it: the
@@ -31,11 +34,37 @@ const MAX_FORM_BYTES_AFTER_FILE = 4 * 1024;
 export const filebatch = new Hono<AppEnv>()
   .use(requireSecretKey)
   .post('/', validate('query', uploadQuerySchema), check('header', clientIpHeaderSchema), fileForm, async (c) => {
+    const batch = await receiveUpload(c, c.req.valid('query').file_name);
+    return c.json(success(batch), 200);
+  })
+  .get('/', validate('query', listQuerySchema), async (c) => {
+    const { limit, offset } = c.req.valid('query');
+    const { batches, total } = await listBatches(c.env, c.get('caller').merchantId, { limit, offset });
+    return c.json({ ...success(batches), total_count: total, limit, offset });
+  })
+  .get('/:id', validate('param', batchIdParamSchema), async (c) => {
+    const batch = await getBatch(c.env, c.get('caller').merchantId, c.req.valid('param').id);
+    if (!batch) throw new AppError('not_found', 'batch not found');
+    return c.json(batch);
+  })
+  .get('/:id/download', validate('param', batchIdParamSchema), validate('query', downloadQuerySchema), async (c) => {
+    const id = c.req.valid('param').id;
+    const outcome = c.req.valid('query').partial
+      ? await openPartialDownload(c.env, c.get('caller'), id, systemClock)
+      : await openDownload(c.env, c.get('caller').merchantId, id, systemClock);
+    return downloadAnswer(c, outcome);
+  });
+
+/**
+ * Streams an upload (the raw text/csv body, or a form's part named "file") into a new batch, or
+ * throws the 4xx that says what is wrong. Every byte of the body counts against the limits, and a
+ * body that was started is read to its end before answering, so the answer reaches the client.
+ */
+export async function receiveUpload<E extends AppEnv>(c: Context<E>, queryFileName: string | undefined): Promise<UploadedBatch> {
   const maxBytes = batchLimits(c.env).maxBytes;
   const contentType = c.req.header('Content-Type') ?? '';
   const raw = /^text\/csv\b/i.test(contentType);
   const boundary = raw ? null : multipartBoundary(contentType);
-  const queryFileName = c.req.valid('query').file_name;
   if (!raw && boundary === null) {
     throw new AppError('bad_request', 'Content-Type must be multipart/form-data (a part named "file") or text/csv');
   }
@@ -56,7 +85,7 @@ export const filebatch = new Hono<AppEnv>()
       boundary === null
         ? { fileName: cleanFileName(queryFileName ?? ''), bytes: body.chunks() }
         : await formFileSource(new MultipartReader(body, boundary, { maxBytesBeforePart: MAX_FORM_BYTES_BEFORE_FILE }));
-    const ip = c.req.header('CF-Connecting-IP') || null; // checked: an IP address or absent
+    const ip = c.req.header('CF-Connecting-IP') || null; // checked by the route: an IP address or absent
     // Chunk messages go out after the answer, in waitUntil.
     outcome = await acceptUpload(c.env, c.get('caller'), source, ip, systemClock, (work) => c.executionCtx.waitUntil(work));
   } catch (err) {
@@ -69,24 +98,11 @@ export const filebatch = new Hono<AppEnv>()
     await body.discardRest();
   }
   if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
-  return c.json(success(outcome.batch), 200);
-  })
-  .get('/', validate('query', listQuerySchema), async (c) => {
-  const { limit, offset } = c.req.valid('query');
-  const { batches, total } = await listBatches(c.env, c.get('caller').merchantId, { limit, offset });
-  return c.json({ ...success(batches), total_count: total, limit, offset });
-  })
-  .get('/:id', validate('param', batchIdParamSchema), async (c) => {
-  const batch = await getBatch(c.env, c.get('caller').merchantId, c.req.valid('param').id);
-  if (!batch) throw new AppError('not_found', 'batch not found');
-  return c.json(batch);
-  })
-  .get('/:id/download', validate('param', batchIdParamSchema), validate('query', downloadQuerySchema), async (c) => {
-  const id = c.req.valid('param').id;
-  const { partial } = c.req.valid('query');
-  const outcome = partial
-    ? await openPartialDownload(c.env, c.get('caller'), id, systemClock)
-    : await openDownload(c.env, c.get('caller').merchantId, id, systemClock);
+  return outcome.batch;
+}
+
+/** The result file as an attachment, or the 4xx that says why there is none. */
+export function downloadAnswer(c: Context, outcome: PartialDownloadOutcome): Response {
   if (!outcome.ok) {
     switch (outcome.reason) {
       case 'not_found':
@@ -106,12 +122,12 @@ export const filebatch = new Hono<AppEnv>()
         throw new AppError('gone', 'batch results expired');
     }
   }
-  const name = resultFileName(outcome.fileName, 'partial' in outcome);
+  const name = `${outcome.fileName.replace(/\.csv$/i, '')}-${'partial' in outcome ? 'partial-' : ''}results.csv`;
   return c.body(outcome.body, 200, {
     'Content-Type': 'text/csv; charset=utf-8',
     'Content-Disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
   });
-  });
+}
 
 /** Advances the form to its part named "file" (other parts before it are skipped) and streams it. */
 async function formFileSource(reader: MultipartReader): Promise<UploadSource> {
@@ -126,8 +142,4 @@ function cleanFileName(name: string): string {
   // The name is stored and answered as given: a card number in it is masked first.
   const clean = maskCardNumbersIn(base.replace(/[\x00-\x1f\x7f]/g, '')).trim().slice(0, 255);
   return clean === '' ? 'upload.csv' : clean;
-}
-
-function resultFileName(fileName: string, partial = false): string {
-  return `${fileName.replace(/\.csv$/i, '')}-${partial ? 'partial-' : ''}results.csv`;
 }

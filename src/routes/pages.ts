@@ -16,6 +16,8 @@ const PAGE_PREFIXES = ['/tokenizer/', '/docs/'];
 const V1 = '/tokenizer/v1';
 
 export function isPagePath(pathname: string): boolean {
+  // The batch console: its page and files; its JSON routes (/console/session, /console/batches) are the API app's.
+  if (pathname === '/console' || pathname.startsWith('/console/assets/')) return true;
   return PAGE_PREFIXES.some((prefix) => pathname.startsWith(prefix));
 }
 
@@ -66,6 +68,20 @@ for (const file of ['frame.js', 'card-checks.js', 'frame.css']) {
 // from the swagger-ui-dist package by scripts/docs-assets.mjs, and the page's own script.
 for (const path of ['/docs/vendor/swagger-ui-bundle.js', '/docs/vendor/swagger-ui.css', '/docs/docs.js']) {
   pages.get(path, (c) => asset(c, path, { cacheControl: 'public, max-age=3600', resourcePolicy: 'same-origin' }));
+}
+
+// The batch console (GET /console): a page of its own origin only, never framed (clickjacking an upload).
+export const CONSOLE_CSP = `${PAGE_CSP}; img-src 'self'; frame-ancestors 'none'`;
+pages.get('/console', async (c) => {
+  const file = await fetchAsset(c, '/console/index.html', new Headers());
+  return c.body(bodyOf(file), 200, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Content-Security-Policy': CONSOLE_CSP,
+    'Cache-Control': 'no-store',
+  });
+});
+for (const file of ['console.js', 'console.css']) {
+  pages.get(`/console/assets/${file}`, (c) => asset(c, `/console/assets/${file}`, { cacheControl: FRAME_FILES_CACHE_CONTROL, resourcePolicy: 'same-origin' }));
 }
 
 pages.get(`${V1}/frame`, async (c) => {

@@ -124,7 +124,11 @@ let cacheEpoch = 0;
 
 /** The caller behind a raw API key, or null when the key is unknown or revoked. */
 export async function authenticateKey(env: Env, rawKey: string): Promise<Caller | null> {
-  const keyHash = await sha256Hex(rawKey);
+  return authenticateKeyHash(env, await sha256Hex(rawKey));
+}
+
+/** The same, from the key's hash: a console session keeps only the hash, and is refused once the key is revoked. */
+export async function authenticateKeyHash(env: Env, keyHash: string): Promise<Caller | null> {
   const remembered = recentCallers.get(keyHash);
   if (remembered) return remembered;
   const epoch = cacheEpoch;

@@ -35,7 +35,7 @@ function documentedRoutes(): string[] {
 }
 
 describe('GET /openapi.json', () => {
-  it('serves the OpenAPI 3.1 document without a key, with the three security schemes', async () => {
+  it('serves the OpenAPI 3.1 document without a key, with its four security schemes (three keys and the console cookie)', async () => {
     const response = await call('GET', '/openapi.json');
     expect(response.status).toBe(200);
     const document = await response.json<{ openapi: string; components: { securitySchemes: Record<string, unknown> } }>();
@@ -44,6 +44,7 @@ describe('GET /openapi.json', () => {
       secretKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Authorization' }),
       publicKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Authorization' }),
       adminToken: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Authorization' }),
+      consoleSession: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'binbatch_console' }),
     });
   });
 

@@ -24,6 +24,8 @@ const FILES: [path: string, summary: string, mediaType: string][] = [
   ['/docs/vendor/swagger-ui-bundle.js', "Swagger UI, for the docs page", 'text/javascript'],
   ['/docs/vendor/swagger-ui.css', "Swagger UI's styles, for the docs page", 'text/css'],
   ['/docs/docs.js', 'The docs page script: renders /openapi.json', 'text/javascript'],
+  ['/console/assets/console.js', "The batch console's script; revalidated on every load", 'text/javascript'],
+  ['/console/assets/console.css', "The batch console's styles; revalidated on every load", 'text/css'],
 ];
 
 export function registerPages(registry: Registry): void {
@@ -38,6 +40,18 @@ export function registerPages(registry: Registry): void {
       responses: file(summary, mediaType),
     });
   }
+  registry.registerPath({
+    method: 'get',
+    path: '/console',
+    operationId: 'consolePage',
+    tags: ['Console'],
+    summary: 'The batch console: sign in with the secret key, upload a file, watch it, read its summary, download its results',
+    description:
+      'A page of this origin only: strict CSP (no inline script, nothing from another origin, `frame-ancestors \'none\'`), ' +
+      '`Cache-Control: no-store`. Its requests go to the /console routes with the session cookie.',
+    security: NO_AUTH,
+    responses: { 200: { description: 'The console page.', content: { 'text/html': { schema: z.string() } } } },
+  });
   registry.registerPath({
     method: 'get',
     path: '/tokenizer/v1/frame',

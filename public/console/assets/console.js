@@ -1,0 +1,326 @@
+// The batch console. Talks to this origin only: /console/* with the session cookie (set HttpOnly
+// by the server at sign-in) and the CSRF token held in this variable (never in storage, never in a
+// URL), and the API's live progress stream, which accepts the same cookie. Text is written with
+// textContent only: the page's CSP refuses every HTML-parsing sink (trusted-types 'none').
+'use strict';
+
+const PAGE_SIZE = 10;
+const $ = (id) => document.getElementById(id);
+
+let csrfToken = null;
+let historyOffset = 0;
+let stream = null;
+let watchedId = null;
+
+function show(signedIn) {
+  $('sign-in-section').hidden = signedIn;
+  $('workspace').hidden = !signedIn;
+  $('who').hidden = !signedIn;
+}
+
+async function api(method, path, body, headers = {}) {
+  const init = { method, headers: { ...headers }, credentials: 'same-origin' };
+  if (method !== 'GET' && csrfToken) init.headers['X-CSRF-Token'] = csrfToken;
+  if (body instanceof FormData) init.body = body;
+  else if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  let json = null;
+  try {
+    json = await response.json();
+  } catch {
+    json = null;
+  }
+  if (response.status === 401 && path !== '/console/session') signedOut('Your session ended: sign in again.');
+  return { status: response.status, ok: response.ok, json, msg: json && typeof json.msg === 'string' ? json.msg : `HTTP ${response.status}` };
+}
+
+function setFieldError(input, errorEl, message) {
+  errorEl.textContent = message;
+  input.setAttribute('aria-invalid', message ? 'true' : 'false');
+}
+
+function signedIn(session) {
+  csrfToken = session.csrf_token;
+  $('merchant-name').textContent = session.merchant_name;
+  show(true);
+  historyOffset = 0;
+  loadHistory();
+}
+
+function signedOut(message) {
+  csrfToken = null;
+  stopWatching();
+  $('batch-section').hidden = true;
+  show(false);
+  setFieldError($('api-key'), $('api-key-error'), message || '');
+  $('api-key').focus();
+}
+
+// ---- sign in / out ----
+
+$('sign-in-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const input = $('api-key');
+  const key = input.value.trim();
+  if (key === '') {
+    setFieldError(input, $('api-key-error'), 'Enter your secret API key (api_…).');
+    input.focus();
+    return;
+  }
+  const result = await api('POST', '/console/session', { api_key: key });
+  if (!result.ok) {
+    setFieldError(input, $('api-key-error'), result.status === 401 ? `Sign-in refused: ${result.msg}.` : result.msg);
+    input.focus();
+    return;
+  }
+  input.value = '';
+  setFieldError(input, $('api-key-error'), '');
+  signedIn(result.json.data);
+  $('csv-file').focus();
+});
+
+$('sign-out').addEventListener('click', async () => {
+  await api('DELETE', '/console/session');
+  signedOut('');
+});
+
+// ---- upload ----
+
+const dropZone = $('drop-zone');
+dropZone.addEventListener('dragover', (event) => {
+  event.preventDefault();
+  dropZone.classList.add('dragging');
+});
+dropZone.addEventListener('dragleave', () => dropZone.classList.remove('dragging'));
+dropZone.addEventListener('drop', (event) => {
+  event.preventDefault();
+  dropZone.classList.remove('dragging');
+  if (event.dataTransfer && event.dataTransfer.files.length > 0) {
+    $('csv-file').files = event.dataTransfer.files;
+    setFieldError($('csv-file'), $('csv-file-error'), '');
+  }
+});
+$('csv-file').addEventListener('change', () => setFieldError($('csv-file'), $('csv-file-error'), ''));
+
+$('upload-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const input = $('csv-file');
+  const file = input.files && input.files[0];
+  if (!file) {
+    setFieldError(input, $('csv-file-error'), 'Choose a CSV file first.');
+    input.focus();
+    return;
+  }
+  const button = $('upload-button');
+  button.disabled = true;
+  button.textContent = 'Uploading…';
+  try {
+    const form = new FormData();
+    form.append('file', file, file.name);
+    const result = await api('POST', '/console/batches', form);
+    if (!result.ok) {
+      setFieldError(input, $('csv-file-error'), `The file was refused: ${result.msg}`);
+      input.focus();
+      return;
+    }
+    setFieldError(input, $('csv-file-error'), '');
+    input.value = '';
+    watch(result.json.data);
+    loadHistory();
+  } finally {
+    button.disabled = false;
+    button.textContent = 'Upload';
+  }
+});
+
+// ---- watching a batch ----
+
+function stopWatching() {
+  if (stream) stream.close();
+  stream = null;
+}
+
+function formatDuration(seconds) {
+  if (!Number.isFinite(seconds) || seconds < 0) return '—';
+  if (seconds < 1) return 'less than a second';
+  if (seconds < 90) return `about ${Math.round(seconds)} s`;
+  const minutes = Math.round(seconds / 60);
+  return minutes < 90 ? `about ${minutes} min` : `about ${(minutes / 60).toFixed(1)} h`;
+}
+
+function watch(batch) {
+  stopWatching();
+  watchedId = batch.id;
+  $('batch-section').hidden = false;
+  $('summary').hidden = true;
+  $('batch-error').textContent = '';
+  $('batch-rate').textContent = '—';
+  $('batch-eta').textContent = '—';
+  render(batch);
+  if (batch.status === 'completed') return showSummary(batch);
+  if (batch.status === 'failed') return;
+  // Rate: from the first processing event seen, so queueing time does not lower it.
+  let first = null;
+  const source = new EventSource(`/api/filebatch/${encodeURIComponent(batch.id)}/events`);
+  stream = source;
+  source.onmessage = (event) => {
+    const record = JSON.parse(event.data);
+    if (record.id !== watchedId) return;
+    render(record);
+    const now = performance.now();
+    if (record.status === 'processing' || record.status === 'completed') {
+      if (first === null) first = { at: now, lines: record.processed_lines };
+      const elapsed = (now - first.at) / 1000;
+      const done = record.processed_lines - first.lines;
+      if (elapsed > 0 && done > 0) {
+        const rate = done / elapsed;
+        $('batch-rate').textContent = `${Math.round(rate).toLocaleString('en-US')} rows/s`;
+        $('batch-eta').textContent = formatDuration((record.num_lines - record.processed_lines) / rate);
+      }
+    }
+    if (record.status === 'completed' || record.status === 'failed') {
+      stopWatching();
+      if (record.status === 'completed') {
+        $('batch-eta').textContent = 'done';
+        showSummary(record);
+      } else {
+        $('batch-error').textContent = 'The batch failed: no results can be downloaded. Upload the file again.';
+      }
+      loadHistory();
+    }
+  };
+  source.onerror = () => {
+    // EventSource reconnects by itself; a closed stream (CLOSED) will not come back.
+    if (source.readyState === EventSource.CLOSED && stream === source) {
+      $('batch-error').textContent = 'The progress stream closed. Reopen the batch from the history.';
+    }
+  };
+}
+
+function render(record) {
+  $('batch-file').textContent = `${record.file_name} (${record.id})`;
+  const bar = $('progress');
+  const total = record.num_lines;
+  const processed = record.processed_lines ?? 0;
+  bar.setAttribute('aria-valuemax', String(total));
+  bar.setAttribute('aria-valuenow', String(Math.min(processed, total)));
+  bar.setAttribute('aria-valuetext', `${processed.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} lines`);
+  bar.dataset.status = record.status;
+  $('progress-fill').style.width = total > 0 ? `${(100 * Math.min(processed, total)) / total}%` : '0';
+  $('batch-status').textContent = record.status;
+  $('batch-lines').textContent = `${processed.toLocaleString('en-US')} / ${total.toLocaleString('en-US')}`;
+}
+
+async function showSummary(record) {
+  const result = await api('GET', `/console/batches/${encodeURIComponent(record.id)}/summary`);
+  if (!result.ok) {
+    $('batch-error').textContent = `The results summary is not available: ${result.msg}`;
+    return;
+  }
+  const summary = result.json.data;
+  $('count-approved').textContent = summary.approved.toLocaleString('en-US');
+  $('count-declined').textContent = summary.declined.toLocaleString('en-US');
+  $('count-error').textContent = summary.error.toLocaleString('en-US');
+  const rows = $('refused-rows');
+  rows.replaceChildren();
+  for (const row of summary.first_refused) {
+    const tr = document.createElement('tr');
+    for (const value of [row.line ?? '—', row.response, row.response_code ?? '—', row.reason]) {
+      const td = document.createElement('td');
+      td.textContent = String(value);
+      tr.append(td);
+    }
+    rows.append(tr);
+  }
+  $('refused').hidden = summary.first_refused.length === 0;
+  $('download').href = downloadPath(record.id);
+  $('summary').hidden = false;
+}
+
+function downloadPath(id) {
+  return `/console/batches/${encodeURIComponent(id)}/download`;
+}
+
+// ---- history ----
+
+async function loadHistory() {
+  const result = await api('GET', `/console/batches?limit=${PAGE_SIZE}&offset=${historyOffset}`);
+  if (!result.ok) {
+    $('history-error').textContent = `The history could not be loaded: ${result.msg}`;
+    return;
+  }
+  $('history-error').textContent = '';
+  const { data, total_count: total } = result.json;
+  const rows = $('history-rows');
+  rows.replaceChildren();
+  if (data.length === 0) {
+    const tr = document.createElement('tr');
+    const td = document.createElement('td');
+    td.colSpan = 5;
+    td.textContent = 'No batches yet.';
+    tr.append(td);
+    rows.append(tr);
+  }
+  for (const batch of data) {
+    const tr = document.createElement('tr');
+    const cells = [
+      [batch.file_name, 'file'],
+      [batch.status, ''],
+      [`${(batch.processed_lines ?? 0).toLocaleString('en-US')} / ${batch.num_lines.toLocaleString('en-US')}`, 'num'],
+      [new Date(batch.created_at).toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' }), 'num'],
+    ];
+    for (const [text, cls] of cells) {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (cls) td.className = cls;
+      tr.append(td);
+    }
+    const actions = document.createElement('td');
+    actions.className = 'actions';
+    const view = document.createElement('button');
+    view.type = 'button';
+    view.className = 'secondary';
+    view.textContent = 'View';
+    view.setAttribute('aria-label', `View ${batch.file_name}`);
+    view.addEventListener('click', () => {
+      watch(batch);
+      $('batch-title').focus();
+    });
+    actions.append(view);
+    if (batch.status === 'completed') {
+      const link = document.createElement('a');
+      link.className = 'button';
+      link.href = downloadPath(batch.id);
+      link.setAttribute('download', '');
+      link.textContent = 'Download results';
+      link.setAttribute('aria-label', `Download results of ${batch.file_name}`);
+      actions.append(link);
+    }
+    tr.append(actions);
+    rows.append(tr);
+  }
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  $('history-page').textContent = `Page ${Math.floor(historyOffset / PAGE_SIZE) + 1} of ${pages} (${total} batches)`;
+  $('history-prev').disabled = historyOffset === 0;
+  $('history-next').disabled = historyOffset + PAGE_SIZE >= total;
+}
+
+$('history-prev').addEventListener('click', () => {
+  historyOffset = Math.max(0, historyOffset - PAGE_SIZE);
+  loadHistory();
+});
+$('history-next').addEventListener('click', () => {
+  historyOffset += PAGE_SIZE;
+  loadHistory();
+});
+
+// ---- start ----
+
+$('batch-title').tabIndex = -1;
+api('GET', '/console/session').then((result) => {
+  if (result.ok) signedIn(result.json.data);
+  else signedOut('');
+});

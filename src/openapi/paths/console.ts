@@ -1,0 +1,109 @@
+/**
+ * The batch console's routes (/console/*): the session the page signs in to, and the batch
+ * operations it makes with the session cookie. Not for servers: they use /api/filebatch.
+ */
+import { z } from 'zod';
+import { batchSummaryResponseSchema, consoleSessionResponseSchema, consoleSignedOutResponseSchema, consoleSignInSchema } from '../../schemas/console';
+import { batchIdParamSchema, listQuerySchema } from '../../schemas/filebatch';
+import { batchListResponseSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
+import { errors, json, ok, type Registry } from './common';
+
+const tags = ['Console'];
+const SESSION = [{ consoleSession: [] }];
+const CSRF = {
+  headers: z.object({
+    'X-CSRF-Token': z.string().meta({ description: 'The `csrf_token` of the session (POST /console/session or GET /console/session).' }),
+  }),
+};
+const FORBIDDEN = { 403: 'Another origin (the `Origin` header), or a missing or wrong `X-CSRF-Token`.' };
+
+export function registerConsole(registry: Registry): void {
+  registry.registerPath({
+    method: 'post',
+    path: '/console/session',
+    operationId: 'consoleSignIn',
+    tags,
+    summary: 'Exchange the secret API key for a console session',
+    description:
+      'Sets the `binbatch_console` cookie (HttpOnly, SameSite=Strict, Path=/, two hours; Secure except on http://localhost and ' +
+      'http://127.0.0.1). The session is stored in KV under the hash of its id; the key is not stored. Refused from another origin.',
+    security: [],
+    request: { body: { required: true, content: json(consoleSignInSchema) } },
+    responses: {
+      201: ok('Signed in: the session, with the CSRF token for later POSTs and DELETEs.', consoleSessionResponseSchema),
+      ...errors([400, 401, 403, 413], { 401: 'Unknown or revoked key, or a public key.', 403: 'Sent from another origin.' }),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/session',
+    operationId: 'consoleSession',
+    tags,
+    summary: 'The current session (the page asks after a reload, for its CSRF token)',
+    security: SESSION,
+    responses: { 200: ok('The session.', consoleSessionResponseSchema), ...errors([401]) },
+  });
+  registry.registerPath({
+    method: 'delete',
+    path: '/console/session',
+    operationId: 'consoleSignOut',
+    tags,
+    summary: 'Sign out: the session is deleted server-side and the cookie cleared',
+    security: SESSION,
+    request: CSRF,
+    responses: { 200: ok('Signed out.', consoleSignedOutResponseSchema), ...errors([401, 403], FORBIDDEN) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/console/batches',
+    operationId: 'consoleUpload',
+    tags,
+    summary: 'Upload a batch file (multipart/form-data, a part named "file"), as POST /api/filebatch',
+    security: SESSION,
+    request: {
+      headers: CSRF.headers,
+      body: { required: true, content: { 'multipart/form-data': { schema: z.object({ file: z.string().meta({ format: 'binary' }) }) } } },
+    },
+    responses: {
+      200: ok('The batch, pending.', uploadResponseSchema),
+      ...errors([400, 401, 403, 413], { ...FORBIDDEN, 400: 'The file was refused: `msg` names the line and the problem.' }),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/batches',
+    operationId: 'consoleListBatches',
+    tags,
+    summary: "The merchant's batches, newest first (as GET /api/filebatch)",
+    security: SESSION,
+    request: { query: listQuerySchema },
+    responses: { 200: ok('A page of batches.', batchListResponseSchema), ...errors([400, 401]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/batches/{id}/summary',
+    operationId: 'consoleBatchSummary',
+    tags,
+    summary: 'Counts of a completed batch by result, and its first refused rows with their lines and reasons',
+    description: 'Computed by the Worker from the result parts as it streams them; the browser never loads the file.',
+    security: SESSION,
+    request: { params: batchIdParamSchema },
+    responses: {
+      200: ok('The summary.', batchSummaryResponseSchema),
+      ...errors([400, 401, 404, 409, 410], { 409: 'The batch is not completed.', 410: 'Results expired.' }),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/batches/{id}/download',
+    operationId: 'consoleDownload',
+    tags,
+    summary: 'The result CSV of a completed batch, streamed (as GET /api/filebatch/{id}/download)',
+    security: SESSION,
+    request: { params: batchIdParamSchema },
+    responses: {
+      200: { description: 'The result CSV.', content: { 'text/csv': { schema: z.string() } } },
+      ...errors([400, 401, 404, 409, 410], { 409: 'The batch is not completed.', 410: 'Results expired.' }),
+    },
+  });
+}

@@ -1,0 +1,189 @@
+/**
+ * The batch console in a real Chromium against `wrangler dev`: sign in with the demo key, upload
+ * files (picker and drag and drop), watch the progress bar fed by the live progress stream, read
+ * the summary, download the results, sign out. Screenshots at 375 px and 1440 px go to
+ * test-results/screenshots.
+ */
+import { expect, test, type Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEMO } from '../../scripts/local-state.mjs';
+import { ROOT, SCREENSHOTS_DIR, TOKENIZER_URL } from './setup';
+
+const CONSOLE_URL = `${TOKENIZER_URL}/console`;
+const RESULT_HEADER_START = '"id","user_name","idempotency_key","type"';
+const SAMPLE = readFileSync(join(ROOT, 'examples/batch-sample.csv'), 'utf8');
+const SAMPLE_ROWS = SAMPLE.split('\n').filter((line) => line.length > 0).length - 1;
+
+/** Every request the page makes: all must be to the console's own origin. */
+function requestsOf(page: Page): string[] {
+  const seen: string[] = [];
+  page.on('request', (request) => seen.push(request.url()));
+  return seen;
+}
+
+/** Records every aria-valuenow the progress bar takes (a MutationObserver, installed before the page's script). */
+async function recordProgress(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const values: number[] = [];
+    (window as unknown as { progressValues: number[] }).progressValues = values;
+    document.addEventListener('DOMContentLoaded', () => {
+      const bar = document.getElementById('progress');
+      if (!bar) return;
+      new MutationObserver(() => values.push(Number(bar.getAttribute('aria-valuenow')))).observe(bar, {
+        attributes: true,
+        attributeFilter: ['aria-valuenow'],
+      });
+    });
+  });
+}
+
+async function signIn(page: Page, key = DEMO.secretKey): Promise<void> {
+  await page.goto(CONSOLE_URL);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+async function uploadFile(page: Page, name: string, text: string): Promise<void> {
+  await page.getByLabel('CSV file').setInputFiles({ name, mimeType: 'text/csv', buffer: Buffer.from(text) });
+  await page.getByRole('button', { name: 'Upload' }).click();
+}
+
+async function expectCompleted(page: Page, rows: number): Promise<void> {
+  const bar = page.getByRole('progressbar');
+  await expect(bar).toHaveAttribute('aria-valuemax', String(rows));
+  await expect(page.locator('#batch-status')).toHaveText('completed', { timeout: 150_000 });
+  await expect(bar).toHaveAttribute('aria-valuenow', String(rows));
+}
+
+async function downloadResults(page: Page): Promise<string[]> {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#summary').getByRole('link', { name: 'Download results' }).click()]);
+  const path = await download.path();
+  return readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
+}
+
+test('sign in with the demo key, drop the sample file, watch it complete, read the summary and download the results', async ({ page }) => {
+  const requests = requestsOf(page);
+  await recordProgress(page);
+  await signIn(page);
+  await expect(page.getByText('Demo Merchant')).toBeVisible();
+  await expect(page.getByLabel('API key')).toBeHidden();
+
+  // Drag and drop onto the file box.
+  const dataTransfer = await page.evaluateHandle((text) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([text], 'batch-sample.csv', { type: 'text/csv' }));
+    return transfer;
+  }, SAMPLE);
+  await page.dispatchEvent('#drop-zone', 'drop', { dataTransfer });
+  await page.getByRole('button', { name: 'Upload' }).click();
+
+  await expectCompleted(page, SAMPLE_ROWS);
+  const values = await page.evaluate(() => (window as unknown as { progressValues: number[] }).progressValues);
+  expect(values.at(-1)).toBe(SAMPLE_ROWS);
+
+  const summary = page.locator('#summary');
+  await expect(summary).toBeVisible();
+  const counts = await Promise.all(['#count-approved', '#count-declined', '#count-error'].map(async (id) => Number(await page.locator(id).textContent())));
+  expect(counts.reduce((a, b) => a + b, 0)).toBe(SAMPLE_ROWS);
+
+  const lines = await downloadResults(page);
+  expect(lines[0]?.startsWith(RESULT_HEADER_START)).toBe(true);
+  expect(lines).toHaveLength(SAMPLE_ROWS + 1);
+
+  // History lists it as completed, with a download link of its own.
+  const history = page.getByRole('table', { name: 'History' });
+  await expect(history.getByRole('row').nth(1)).toContainText('batch-sample.csv');
+  await expect(history.getByRole('row').nth(1)).toContainText('completed');
+  await expect(history.getByRole('link', { name: 'Download results of batch-sample.csv' }).first()).toBeVisible();
+
+  expect(requests.filter((url) => !url.startsWith(`${TOKENIZER_URL}/`))).toEqual([]);
+});
+
+test('a 10,000-row file: the progress bar rises to its maximum, with rows per second and time left, then the summary and the download', async ({ page }) => {
+  test.setTimeout(240_000);
+  const requests = requestsOf(page);
+  await recordProgress(page);
+  const file = execFileSync(process.execPath, [join(ROOT, 'examples/generate-batch.mjs'), '10000'], { maxBuffer: 64 * 1024 * 1024 }).toString();
+  await signIn(page);
+  await uploadFile(page, 'generated-10000.csv', file);
+  await expect(page.locator('#batch-rate')).toHaveText(/^[\d,]+ rows\/s$/, { timeout: 120_000 });
+  await expectCompleted(page, 10_000);
+
+  const values = await page.evaluate(() => (window as unknown as { progressValues: number[] }).progressValues);
+  // Several distinct values on the way up (the stream sends at most 4 a second), never going down.
+  const distinct = [...new Set(values)];
+  expect(distinct.length).toBeGreaterThan(2);
+  expect(values).toEqual([...values].sort((a, b) => a - b));
+  expect(values.at(-1)).toBe(10_000);
+
+  await expect(page.locator('#count-approved')).toHaveText('10,000');
+  for (const width of [1440, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 1400 : 1000 });
+    await page.screenshot({ path: join(SCREENSHOTS_DIR, `console-${width}.png`), fullPage: true });
+  }
+  // Readable at 375 px: nothing wider than the viewport but the tables' own scroll boxes.
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  expect(overflow).toBeLessThanOrEqual(0);
+
+  const lines = await downloadResults(page);
+  expect(lines[0]?.startsWith(RESULT_HEADER_START)).toBe(true);
+  expect(lines).toHaveLength(10_001);
+  expect(requests.filter((url) => !url.startsWith(`${TOKENIZER_URL}/`))).toEqual([]);
+});
+
+test('a structurally bad file is refused with its line number, next to the file field', async ({ page }) => {
+  await signIn(page);
+  const bad = `${SAMPLE.split('\n').slice(0, 3).join('\n')}\n"sale","1000"\n`;
+  await uploadFile(page, 'bad.csv', bad);
+  const field = page.getByLabel('CSV file');
+  await expect(field).toHaveAttribute('aria-invalid', 'true');
+  await expect(page.locator('#csv-file-error')).toHaveText(/^The file was refused: line 4: /);
+  await expect(field).toHaveAccessibleDescription(/line 4: /);
+  await expect(page.getByRole('progressbar')).toBeHidden();
+  await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-bad-file.png'), fullPage: true });
+});
+
+test('a wrong key shows an error next to the API key field, and nothing is signed in', async ({ page }) => {
+  await signIn(page, 'api_thisIsNotAKey000000000000000000');
+  const field = page.getByLabel('API key');
+  await expect(field).toHaveAccessibleDescription('Sign-in refused: invalid or revoked API key.');
+  await expect(field).toHaveAttribute('aria-invalid', 'true');
+  await expect(field).toBeFocused();
+  await expect(page.getByLabel('CSV file')).toBeHidden();
+  expect(await page.context().cookies()).toEqual([]);
+  await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-wrong-key.png') });
+});
+
+test('signing out ends the session on the server: the old cookie no longer works', async ({ page }) => {
+  await signIn(page);
+  await expect(page.getByLabel('CSV file')).toBeVisible();
+  const cookie = (await page.context().cookies()).find((c) => c.name === 'binbatch_console');
+  expect(cookie?.httpOnly).toBe(true);
+  expect(cookie?.sameSite).toBe('Strict');
+  // The key is in no storage the page's script could read.
+  expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie)).toBe('{}{}');
+  const before = await fetch(`${TOKENIZER_URL}/console/session`, { headers: { Cookie: `binbatch_console=${cookie?.value}` } });
+  expect(before.status).toBe(200);
+
+  // Keyboard only: Tab to "Sign out", Enter.
+  await page.getByRole('button', { name: 'Sign out' }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.getByLabel('API key')).toBeVisible();
+  const after = await fetch(`${TOKENIZER_URL}/console/session`, { headers: { Cookie: `binbatch_console=${cookie?.value}` } });
+  expect(after.status).toBe(401);
+  await page.reload();
+  await expect(page.getByLabel('API key')).toBeVisible();
+});
+
+test('the page is served with a strict CSP and loads nothing from another origin', async ({ page }) => {
+  const requests = requestsOf(page);
+  const response = await page.goto(CONSOLE_URL);
+  const csp = response?.headers()['content-security-policy'] ?? '';
+  expect(csp).toContain("default-src 'none'");
+  expect(csp).toContain("frame-ancestors 'none'");
+  await expect(page.getByLabel('API key')).toBeVisible();
+  expect(requests.length).toBeGreaterThan(1);
+  expect(requests.filter((url) => !url.startsWith(`${TOKENIZER_URL}/`))).toEqual([]);
+});
