@@ -122,6 +122,9 @@ export function costTargets(rows) {
 }
 
 export const usd = (n) => (n >= 100 ? `$${n.toFixed(0)}` : n >= 0.1 ? `$${n.toFixed(2)}` : n >= 0.001 ? `$${n.toFixed(3)}` : n > 0 ? `$${n.toPrecision(2)}` : '$0');
+/** "2 reads", "2 CPU ms", "2 GB-s": units that are abbreviations take no plural. */
+const plural = (unit, n) => (n === 1 || /(ms|GB-s)$/.test(unit) ? unit : `${unit}s`);
+const money = (usd) => `$${usd < 0.1 ? usd : usd.toFixed(2)}`;
 const qty = (n) => (n === 0 ? '0' : n >= 100 ? Math.round(n).toLocaleString('en-US') : n >= 1 ? n.toFixed(2) : n.toPrecision(3));
 
 /** The summary table (README): one line per row of work. */
@@ -140,8 +143,8 @@ export function costDetailMarkdown(row) {
     .filter((l) => l.perUnit > 0 || l.unit === 'workers.requests')
     .map((l) => {
       const price = PRICES.units[l.unit];
-      const priceText = price.usd === null ? 'no published price ($0)' : `$${price.usd} per ${price.per === 1 ? '' : `${price.per.toLocaleString('en-US')} `}${price.unit}${price.per === 1 ? '' : 's'}`;
-      return `| ${l.label}${l.inTotal ? '' : ' (per month kept, not in the total)'} | ${qty(l.perUnit)} ${l.priceUnit}${l.perUnit === 1 ? '' : 's'} | ${qty(l.perMillion)} | ${priceText} | ${usd(l.usdPerMillion)} |`;
+      const priceText = price.usd === null ? 'no published price ($0)' : `${money(price.usd)} per ${price.per === 1 ? price.unit : `${price.per.toLocaleString('en-US')} ${plural(price.unit, price.per)}`}`;
+      return `| ${l.label}${l.inTotal ? '' : ' (per month kept, not in the total)'} | ${qty(l.perUnit)} ${plural(l.priceUnit, l.perUnit)} | ${qty(l.perMillion)} | ${priceText} | ${usd(l.usdPerMillion)} |`;
     });
   const statements = row.d1ByStatement
     .filter((s) => s.rowsWrittenPerUnit > 0 || s.rowsReadPerUnit >= 0.01)
