@@ -189,12 +189,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS processors_one_default ON processors(merchant_
 
 -- One row per processed transaction: the result CSV's columns plus what the CSV cannot show.
 -- masked_account keeps the first 6 (or 8) and last 4 digits; no full card number, no CVC.
--- Keyed by what every write looks up, (merchant, idempotency key), WITHOUT ROWID: D1 bills a row
--- written per b-tree a new row enters, so a transaction costs 2 (the row, the id index) instead of
--- 3 for a rowid table with two unique keys (docs/cost.md). A database created before keeps its
--- layout (CREATE TABLE IF NOT EXISTS); docs/cost.md says how to rebuild it.
 CREATE TABLE IF NOT EXISTS transactions (
-  id TEXT NOT NULL UNIQUE,
+  id TEXT PRIMARY KEY,
   merchant_id TEXT NOT NULL REFERENCES merchants(id),
   idempotency_key TEXT NOT NULL,
   -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request: a replay with another body is refused.
@@ -276,11 +272,9 @@ CREATE TABLE IF NOT EXISTS transactions (
   email_receipt INTEGER NOT NULL,
   description TEXT,
   card_brand TEXT,
-  PRIMARY KEY (merchant_id, idempotency_key)
-) WITHOUT ROWID;
--- No index on batch_id: nothing reads transactions by it, and it cost a row written per batch row.
--- A batch's rows are its merchant's keys that start with '{batch id}:' (rowIdempotencyKey), one key range.
-DROP INDEX IF EXISTS transactions_batch;
+  UNIQUE (merchant_id, idempotency_key)
+);
+CREATE INDEX IF NOT EXISTS transactions_batch ON transactions(batch_id) WHERE batch_id IS NOT NULL;
 
 
 -- == Batches =================================================================================
