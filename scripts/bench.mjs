@@ -3,31 +3,32 @@
 // runs every scenario of README.md (Performance) with fixed connections and duration (warm-up excluded),
 // stops the server, prints one table and writes bench/results.json.
 //
-//   npm run bench                          the full run (figures shown in README.md, Performance)
-//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch (baseline always runs)
-//   npm run bench -- --quick               shorter runs and smaller files, for development
-//   npm run bench -- --profile             + CPU profiles and binding-call counts (warm lookup, 100k-row batch)
+//   npm run bench                          the full run (figures shown in README.md, Performance; the
+//                                          cost model's calculation in docs/cost.md)
+//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, cost (baseline always runs)
+//   npm run bench -- --quick               shorter runs and smaller files (no 500,000-row file), for development
+//   npm run bench -- --profile             the cost runs' profiles in detail (top functions, every binding call)
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
 //            --scenario "<name>;<name>" (only these scenarios, plus the baseline and the import)
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { callJson, EndpointMissing, mapLimit } from './bench/http.mjs';
-import { detectTool, measure } from './bench/load.mjs';
-import { profileWork } from './bench/profile.mjs';
-import { foreignWorkerdCount, machineInfo, printTable, updatePerformanceDoc, writeResults } from './bench/report.mjs';
+import { EndpointMissing } from './bench/http.mjs';
+import { detectTool } from './bench/load.mjs';
+import { printCost } from './bench/cost.mjs';
+import { foreignWorkerdCount, machineInfo, printCpu, printTable, updateCostDoc, updatePerformanceDoc, writeResults } from './bench/report.mjs';
 import { RssSampler } from './bench/rss.mjs';
-import { batchScenarios, runBatchFile } from './bench/scenarios/batch.mjs';
+import { batchScenarios } from './bench/scenarios/batch.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
+import { runCost } from './bench/scenarios/cost.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
-import { lookupScenarios } from './bench/scenarios/lookup.mjs';
+import { lookupScenarios, runLimiterInIsolate } from './bench/scenarios/lookup.mjs';
 import { startServer } from './bench/server.mjs';
-import { DEMO } from './local-state.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'cost'];
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
@@ -64,7 +65,8 @@ const settings = {
   durationS: Number(values.duration ?? (quick ? 3 : 10)),
   warmupS: Number(values.warmup ?? (quick ? 1 : 3)),
   tool: values.tool ?? detectTool(),
-  batchSizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000],
+  // 500,000 rows is BATCH_MAX_ROWS, the largest file accepted: full runs only (about 2 minutes).
+  batchSizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000, 500_000],
   profile: values.profile,
   // Paired healthz/lookup-warm rounds for the headline ratio (the median round is reported).
   rounds: Number(values.rounds ?? (quick ? 1 : 3)),
@@ -186,69 +188,6 @@ try {
   log('stopping the server...');
   await server.stop();
 }
-/**
- * --profile: after the measured run, a second fresh server whose entry is the I/O probe
- * (scripts/bench/io-probe-entry.mjs: the same service, every binding call counted and timed) runs
- * a warm lookup load and a 100,000-row batch (10,000 with --quick) under the CPU profiler. Neither the probe nor the
- * profiler ever touches the reported figures.
- */
-async function profiles(ctx) {
-  const out = {};
-  const { settings } = ctx;
-  log('profiling: starting a second server with the I/O probe entry...');
-  const probe = await startServer({ root, logDir: `${root}bench/results`, log, entry: `${root}scripts/bench/io-probe-entry.mjs` });
-  const pctx = { ...ctx, url: probe.url, adminToken: probe.adminToken, server: probe, data: {}, rss: new RssSampler(() => probe.workerdPids()).start() };
-  const io = async () => (await fetch(`${probe.url}/__bench/io`)).json();
-  const resetIo = async () => (await fetch(`${probe.url}/__bench/io/reset`, { method: 'POST' })).body?.cancel();
-  try {
-    await importScenarios[0].run(pctx);
-    if (settings.groups.has('lookup')) {
-      const warm = ctx.data.binSets?.warm ?? pctx.data.bins.filter((b) => b.country).slice(0, 1_000).map((b) => b.bin);
-      const bodies = warm.map((bin) => ({ bin, country: 'US', state: 'TX' }));
-      await mapLimit(bodies, 8, (body) => callJson(pctx, 'POST', '/api/lookup/bin/protected', body));
-      await resetIo();
-      log('profiling: lookup warm (5 s)...');
-      const profile = await profileWork(pctx, 'lookup-warm', () =>
-        measure({ tool: settings.tool, url: `${probe.url}/api/lookup/bin/protected`, method: 'POST', auth: DEMO.secretKey, bodies, connections: settings.connections, durationS: 5, warmupS: 0 }));
-      out['lookup warm'] = { ...profile, io: perUnit(await io(), profile.work.requests, 'request') };
-    }
-    if (settings.groups.has('batch')) {
-      await runBatchFile(pctx, 1_000); // creates the vault customers; its figures are not kept
-      await resetIo();
-      // The largest file gives the most samples (workerd's profiler samples every few ms).
-      const rows = settings.quick ? 10_000 : 100_000;
-      const label = `batch ${rows.toLocaleString('en-US')} rows`;
-      log(`profiling: ${label}...`);
-      const profile = await profileWork(pctx, `batch-${rows / 1000}k`, () => runBatchFile(pctx, rows));
-      out[label] = { ...profile, io: perUnit(await io(), rows, 'row') };
-    }
-  } catch (error) {
-    log(`profiling failed: ${error.message}`);
-    out.error = error.message;
-  } finally {
-    pctx.rss.stop();
-    await probe.stop();
-  }
-  for (const [name, p] of Object.entries(out)) {
-    if (name === 'error') continue;
-    console.log(`\nCPU profile, ${name}: ${p.profiledMs} ms sampled over ${p.wallSeconds} s`);
-    for (const c of p.categories) console.log(`  ${String(c.share).padStart(5)}%  ${String(c.ms).padStart(8)} ms  ${c.category}`);
-    console.log('  top functions (self time):');
-    for (const t of p.top.slice(0, 15)) console.log(`  ${String(t.share).padStart(5)}%  ${String(t.ms).padStart(8)} ms  ${t.name}  ${t.file}`);
-    console.log(`  binding calls (per ${p.io.unit}):`);
-    for (const c of p.io.calls) {
-      const sent = c.paramBytes ? `  ${(c.paramBytes / c.calls / 1024).toFixed(1)} KiB sent per call` : '';
-      console.log(`  ${String(c.calls).padStart(7)} calls  ${c.perUnit.toFixed(4).padStart(8)}/${p.io.unit}  ${String(Math.round(c.ms)).padStart(7)} ms  ${c.name}${sent}`);
-    }
-  }
-  return out;
-}
-
-/** Binding call totals with their rate per request or row. */
-function perUnit(calls, units, unit) {
-  return { unit, units, calls: calls.map((c) => ({ ...c, perUnit: c.calls / units, msPerUnit: c.ms / units })) };
-}
-
 // Lookup rows carry a ratio to a healthz run measured right before them (see lookup.mjs); the
 // healthz run at the end is compared with the one at the start.
 const baseline = rows.find((r) => r.scenario === 'healthz');
@@ -262,27 +201,60 @@ for (const row of rows) {
   }
 }
 
+const wanted = (name) => !values.scenario || values.scenario.split(';').map((n) => n.trim()).includes(name);
+
+// The warm lookup with the limiter answered in the isolate: its own server, after the main run.
+if (settings.groups.has('lookup') && wanted('lookup warm (limiter in isolate)')) {
+  try {
+    for (const row of await runLimiterInIsolate(ctx, { startServer, RssSampler, importScenario: importScenarios[0] })) rows.push({ group: 'lookup', ...row });
+  } catch (error) {
+    log(`lookup warm (limiter in isolate): ${error.message}`);
+    rows.push({ group: 'lookup', scenario: 'lookup warm (limiter in isolate)', skipped: `failed: ${error.message}` });
+  }
+}
+
+// The cost model and CPU per unit of work: the probe's server, after everything else.
+let cost = null;
+if ((settings.groups.has('cost') && wanted('cost')) || settings.profile) {
+  cost = await runCost(ctx);
+  if (cost.runs.error) failed = true;
+}
+
+// CPU per unit of work: the cost runs', and the warm lookup's with the limiter in the isolate.
+const isolated = rows.find((r) => r.limiterInIsolate && r.cpu);
+const cpu = [
+  ...(cost?.cpu ?? []),
+  ...(isolated
+    ? [{
+        key: 'lookupWarmIsolated',
+        label: 'warm lookup, limiter in isolate (estimate)',
+        msPerUnit: isolated.cpu.msPerUnit,
+        sampledMsPerUnit: isolated.cpu.sampledMsPerUnit,
+        onCpu: isolated.cpu.onCpu,
+        workerdMsPerUnit: isolated.cpu.workerdMsPerUnit,
+        top: isolated.cpu.top,
+        goalMs: 0.5,
+        met: isolated.cpu.msPerUnit <= 0.5,
+      }]
+    : []),
+];
+
 const results = {
   generatedAt: new Date().toISOString(),
   command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
   machine: { ...machineInfo(root, settings.tool), loadAverage1mAtStart: loadAtStart, foreignWorkerdAtStart: foreignWorkerd },
   settings: { ...settings, groups: [...settings.groups] },
   rows,
+  ...(cost ? { cost: { rows: cost.rows, targets: cost.targets }, costRuns: cost.runs } : {}),
+  ...(cpu.length > 0 ? { cpu } : {}),
   ...(runtimeEvents.length > 0 ? { runtimeEvents } : {}),
 };
 printTable(results);
+if (cost) printCost(cost.rows, cost.targets);
+printCpu(results, { detail: settings.profile });
 const written = writeResults(root, results, settings.full);
 if (settings.full && updatePerformanceDoc(root, results)) written.push('README.md');
+if (settings.full && cost && updateCostDoc(root, results)) written.push('docs/cost.md');
 log(`results written to ${written.join(', ')}`);
-
-// Profiles come after the figures are safely written; the results files are then rewritten with them.
-if (settings.profile) {
-  results.profiles = await Promise.race([
-    profiles(ctx),
-    new Promise((resolve) => setTimeout(resolve, 20 * 60_000, { error: 'profiling did not finish within 20 minutes' })).then((r) => r),
-  ]);
-  writeResults(root, results, settings.full);
-  log('profiles added to the results files');
-}
 // Exit explicitly: an inspector socket or keep-alive connection must not hold the process open.
 process.exit(failed ? 1 : 0);

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, release, platform } from 'node:os';
 import { join } from 'node:path';
+import { costDetailMarkdown, costMarkdown } from './cost.mjs';
 import { wrkVersion } from './load.mjs';
 
 const version = (root, pkg) => {
@@ -149,6 +150,22 @@ export function updatePerformanceDoc(root, results) {
     markdownTable(results),
     '',
     targetsMarkdown(results),
+    ...(results.cost
+      ? [
+          '',
+          `**What Cloudflare would bill** (Workers Paid list prices beyond the monthly allowances, read ${PRICES_READ(results)}; every unit counted by the I/O probe during this run; the calculation of each row is in [docs/cost.md](docs/cost.md)):`,
+          '',
+          costMarkdown(results.cost.rows),
+        ]
+      : []),
+    ...(results.cpu?.length
+      ? [
+          '',
+          '**Worker CPU per unit of work** (the isolate\'s CPU profile under `wrangler dev` on this machine: sampled time minus idle and the probe, times the share of runnable time workerd\'s threads were on a core; "all of workerd" is its whole CPU time, local simulators included):',
+          '',
+          cpuMarkdown(results),
+        ]
+      : []),
     END,
   ].join('\n');
   writeFileSync(path, text.slice(0, from) + block + text.slice(to + END.length));
@@ -179,7 +196,107 @@ export function targets(results) {
   } else {
     add('peak workerd RSS, 100k rows ≤ 10k rows + 64 MB', 'not measured', null);
   }
+  // The row limit: 500,000 rows (BATCH_MAX_ROWS) against the 100,000-row file.
+  const limit = row('batch 500,000 rows: upload → completed');
+  if (limit && e2e) {
+    add('500,000 rows: rows/s within 20% of the 100,000-row file', `${int(limit.rate)} vs ${int(e2e.rate)} rows/s (${fixed(limit.rate / e2e.rate, 2)}×; ${fixed(limit.seconds, 1)} s)`, limit.rate >= 0.8 * e2e.rate);
+    if (limit.peakHeapTotalMb != null && e2e.peakHeapTotalMb != null) {
+      add('500,000 rows: isolate heap peak flat (≤ 100,000-row file + 20%)', `${int(limit.peakHeapTotalMb)} vs ${int(e2e.peakHeapTotalMb)} MB`, limit.peakHeapTotalMb <= e2e.peakHeapTotalMb * 1.2);
+    }
+    const limitDownload = row('batch 500,000 rows: download');
+    if (limitDownload) add('500,000 rows: download ≥ 20 MB/s', `${fixed(limitDownload.rate, 1)} MB/s (${fixed(limitDownload.megabytes, 0)} MB); peak RSS ${int(limitDownload.peakRssMb)} vs ${int(download?.peakRssMb ?? 0)} MB for 100k`, limitDownload.rate >= 20);
+  } else if (results.settings?.batchSizes?.includes(500_000)) {
+    add('500,000 rows: rows/s within 20% of the 100,000-row file', 'not measured', null);
+  }
+  const enhanced = row('batch 100,000 rows, enhanced lookup: upload → completed');
+  if (enhanced && e2e) {
+    add('100,000 rows with the enhanced lookup: rows/s within 20% of the plain file', `${int(enhanced.rate)} vs ${int(e2e.rate)} rows/s (${fixed(enhanced.seconds, 1)} s vs ${fixed(e2e.seconds, 1)} s)`, enhanced.rate >= 0.8 * e2e.rate);
+  }
+  const isolated = row('lookup warm (limiter in isolate)');
+  if (isolated) {
+    add('(estimate) lookup warm, limiter in isolate ≥ 0.8 × healthz', `${fixed(isolated.ratioToBaseline, 2)}× (${int(isolated.rps)} vs ${int(isolated.pairedHealthz?.rps ?? 0)} req/s)`, isolated.ratioToBaseline >= 0.8);
+  }
+  for (const t of results.cost?.targets ?? []) add(t.target, t.measured, t.met);
+  for (const c of results.cpu ?? []) {
+    if (c.goalMs == null) continue;
+    add(`Worker CPU per ${c.label} ≤ ${c.goalMs} ms`, `${fixed(c.msPerUnit, 3)} ms (top: ${c.top.map((t) => `${shortStage(t.category)} ${Math.round(t.share * 100)}%`).join(', ')})`, c.met);
+  }
   return out;
+}
+
+/** A profile stage's name without its parenthesised detail. */
+const shortStage = (category) => category.replace(/\s*\(.*\)$/, '');
+
+/** CPU per unit of work: the console version. */
+export function printCpu(results, { detail = false } = {}) {
+  if (!results.cpu?.length) return;
+  console.log('\nWorker CPU per unit of work (CPU profile of the isolate: sampled time minus idle and the probe):');
+  for (const c of results.cpu) {
+    const all = c.workerdMsPerUnit != null ? `; all of workerd ${fixed(c.workerdMsPerUnit, 2)} ms` : '';
+    const sampled = `sampled ${fixed(c.sampledMsPerUnit, 3)} ms × on-CPU ${fixed(c.onCpu, 2)}`;
+    console.log(`  ${c.label.padEnd(20)} ${fixed(c.msPerUnit, 3).padStart(7)} ms${c.goalMs != null ? ` (goal ≤ ${c.goalMs} ms)` : ''} (${sampled}${all})`);
+    for (const t of c.top) console.log(`      ${fixed(t.msPerUnit, 3).padStart(7)} ms  ${String(Math.round(t.share * 100)).padStart(3)}%  ${t.category}`);
+  }
+  if (!detail) return;
+  for (const [name, run] of Object.entries(results.costRuns ?? {})) {
+    if (typeof run !== 'object' || !run.profile) continue;
+    const p = run.profile;
+    console.log(`\nCPU profile, ${name}: ${p.profiledMs} ms sampled over ${p.wallSeconds} s, ${run.units} units`);
+    for (const c of p.categories) console.log(`  ${String(c.share).padStart(5)}%  ${String(c.ms).padStart(8)} ms  ${c.category}`);
+    console.log('  top functions (self time):');
+    for (const t of p.top.slice(0, 15)) console.log(`  ${String(t.share).padStart(5)}%  ${String(t.ms).padStart(8)} ms  ${t.name}  ${t.file}`);
+    console.log('  binding calls:');
+    for (const c of run.io.calls) {
+      const sent = c.paramBytes ? `  ${(c.paramBytes / c.calls / 1024).toFixed(1)} KiB sent per call` : '';
+      console.log(`  ${String(c.calls).padStart(7)} calls  ${(c.calls / run.units).toFixed(4).padStart(8)}/unit  ${String(Math.round(c.ms)).padStart(7)} ms  ${c.name}${sent}`);
+    }
+  }
+}
+
+/** CPU per unit of work as Markdown (README). */
+export function cpuMarkdown(results) {
+  const lines = (results.cpu ?? []).map((c) => {
+    const top = c.top.map((t) => `${shortStage(t.category)} ${fixed(t.msPerUnit, 3)} ms (${Math.round(t.share * 100)}%)`).join('; ');
+    const all = c.workerdMsPerUnit != null ? `${fixed(c.workerdMsPerUnit, 2)} ms` : '';
+    return `| ${c.label} | ${fixed(c.msPerUnit, 3)} ms | ${fixed(c.sampledMsPerUnit, 3)} ms × ${fixed(c.onCpu, 2)} | ${c.goalMs != null ? `≤ ${c.goalMs} ms: ${c.met ? '**met**' : '**missed**'}` : ''} | ${top} | ${all} |`;
+  });
+  return ['| Worker CPU per | Measured | Sampled × on-CPU share | Goal | Top three costs | All of workerd (upper bound) |', '|---|---|---|---|---|---|', ...lines].join('\n');
+}
+
+/** The dates the prices were read (prices.json). */
+function PRICES_READ(results) {
+  const dates = new Set((results.cost?.rows ?? []).flatMap((r) => r.lines.map((l) => l.read)).filter(Boolean));
+  return dates.size > 0 ? [...dates].join(', ') : 'see scripts/bench/prices.json';
+}
+
+const COST_START = '<!-- bench:cost:start (written by npm run bench; do not edit by hand) -->';
+const COST_END = '<!-- bench:cost:end -->';
+
+/** A full run rewrites the measured calculation in docs/cost.md (between its markers). */
+export function updateCostDoc(root, results) {
+  const path = join(root, 'docs', 'cost.md');
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return false;
+  }
+  const from = text.indexOf(COST_START);
+  const to = text.indexOf(COST_END);
+  if (from < 0 || to < from || !results.cost) return false;
+  const m = results.machine;
+  const block = [
+    COST_START,
+    `Run ${results.generatedAt.slice(0, 16).replace('T', ' ')} UTC, commit \`${m.commit}\`, \`${results.command}\`; load average at start ${m.loadAverage1mAtStart}.`,
+    '',
+    costMarkdown(results.cost.rows),
+    '',
+    ...results.cost.rows.flatMap((row) => [costDetailMarkdown(row), '']),
+    cpuMarkdown(results),
+    COST_END,
+  ].join('\n');
+  writeFileSync(path, text.slice(0, from) + block + text.slice(to + COST_END.length));
+  return true;
 }
 
 export function targetsMarkdown(results) {

@@ -122,9 +122,20 @@ const recentCallers = new MemoryCache<Caller>(1_000, AUTH_MEMORY_TTL_MS);
  */
 let cacheEpoch = 0;
 
+/**
+ * Each raw key's SHA-256, for keys that authenticated in this isolate: a warm request then skips
+ * the digest. Only keys that matched a caller are kept, so random keys cannot churn it; a hash
+ * outlives its key's revocation harmlessly, as the caller is still looked up by hash below.
+ */
+const knownKeyHashes = new MemoryCache<string>(1_000);
+
 /** The caller behind a raw API key, or null when the key is unknown or revoked. */
 export async function authenticateKey(env: Env, rawKey: string): Promise<Caller | null> {
-  return authenticateKeyHash(env, await sha256Hex(rawKey));
+  const known = knownKeyHashes.get(rawKey);
+  const keyHash = known ?? (await sha256Hex(rawKey));
+  const caller = await authenticateKeyHash(env, keyHash);
+  if (caller && known === undefined) knownKeyHashes.set(rawKey, keyHash);
+  return caller;
 }
 
 /** The same, from the key's hash: a console session keeps only the hash, and is refused once the key is revoked. */

@@ -5,6 +5,7 @@
  */
 import { exports } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { app } from '../../src/app';
 import { admin, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, parseResult, saleRows, waitForStatus } from '../helpers/batch';
 import { assertDocumentedAnswer } from '../helpers/contract';
@@ -88,6 +89,21 @@ describe('signing in', () => {
     expect((await call('GET', '/console/batches', { headers: { Cookie: 'binbatch_console=forged' } })).status).toBe(401);
     // The API key itself is not a console credential.
     expect((await call('GET', '/console/batches', { key: shop.secretKey })).status).toBe(401);
+  });
+});
+
+// Every console route but sign-in needs the session (test/security/access.test.ts covers the key-authenticated routes).
+const SESSION_ROUTES = app.routes
+  .filter((route) => route.method !== 'ALL' && route.path.startsWith('/console/') && !(route.method === 'POST' && route.path === '/console/session'))
+  .map((route) => ({ method: route.method, path: route.path.replace(':id', 'bat_' + '0'.repeat(20)) }));
+
+describe.each(SESSION_ROUTES)('$method $path', ({ method, path }) => {
+  it('answers 401 with no session, a forged cookie, or the API key itself', async () => {
+    for (const options of [{}, { headers: { Cookie: 'binbatch_console=forged' } }, { key: shop.secretKey }]) {
+      const response = await call(method, path, { ...options, headers: { Origin: ORIGIN, ...('headers' in options ? options.headers : {}) } });
+      expect(response.status).toBe(401);
+      await failedEnvelope(response);
+    }
   });
 });
 

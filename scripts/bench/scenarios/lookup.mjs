@@ -9,6 +9,7 @@ import { measure } from '../load.mjs';
 import { callJson, mapLimit, requireRoute, SECRET_KEY } from '../http.mjs';
 import { cardNumber, random, shuffled } from '../dataset.mjs';
 import { DEMO } from '../../local-state.mjs';
+import { profiledCpu } from './cost.mjs';
 
 const PATH = '/api/lookup/bin/protected';
 const REGIONS = [['US', 'TX'], ['US', 'CA'], ['US', 'CT'], ['CA', 'ON'], ['CA', 'QC'], ['GB', 'LND'], ['DE', 'BY'], ['US', 'CO']];
@@ -164,3 +165,38 @@ export const lookupScenarios = [
     },
   },
 ];
+
+/**
+ * The warm lookup again, on a second fresh server whose entry answers the rate limiter from the
+ * isolate's memory (scripts/bench/limiter-in-isolate-entry.mjs) instead of wrangler dev's simulator,
+ * a Durable Object round trip per call that production does not make. Measured against healthz on
+ * that same server, rounds as for "lookup warm": the best local estimate of the production ratio.
+ */
+export async function runLimiterInIsolate(ctx, { startServer, RssSampler, importScenario }) {
+  const { root, log, settings } = ctx;
+  log('lookup warm (limiter in isolate): starting a server with the in-isolate limiter entry...');
+  const server = await startServer({ root, logDir: `${root}bench/results`, log, entry: `${root}scripts/bench/limiter-in-isolate-entry.mjs` });
+  const lctx = { ...ctx, url: server.url, adminToken: server.adminToken, server, data: {}, rss: new RssSampler(() => server.workerdPids()).start() };
+  try {
+    await importScenario.run(lctx);
+    const { warm } = binSets(lctx);
+    const bodies = warm.map((bin, i) => withRegion({ bin }, i));
+    await prewarm(lctx, bodies, 'lookup warm (limiter in isolate)');
+    const row = await loadRow(lctx, 'lookup warm (limiter in isolate)', bodies, {
+      rounds: settings.rounds,
+      note: 'the same warm lookup, the rate limiter answered from isolate memory (bench-only entry): the closer estimate of production, where limit() is a local counter',
+      extra: { distinct: warm.length, limiterInIsolate: true },
+    });
+    // CPU per warm lookup without the simulator's round trip (no probe on this server).
+    const seconds = settings.quick ? 3 : 5;
+    const { cpu, workerdCpuMsPerUnit } = await profiledCpu(lctx, 'lookup-warm-limiter-in-isolate', () =>
+      measure({ tool: settings.tool, url: `${lctx.url}${PATH}`, method: 'POST', auth: SECRET_KEY, bodies, connections: settings.connections, durationS: seconds, warmupS: 0 }),
+      (result) => result.requests);
+    row.cpu = { ...cpu, workerdMsPerUnit: workerdCpuMsPerUnit };
+    // Its ratio is to the healthz run beside it on this server, not to the main run's baseline.
+    return [row];
+  } finally {
+    lctx.rss.stop();
+    await server.stop();
+  }
+}
