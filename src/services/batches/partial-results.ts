@@ -14,16 +14,15 @@
  * are too fresh to settle (their holder may still be running), the download answers "retry later".
  */
 import type { Caller, Env } from '../../env';
-import { toCsvLine } from '../../lib/batch-csv';
+import { concatenatedStream } from '../../lib/concatenated-stream';
 import type { Clock } from '../../lib/time';
-import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
-import { getResultPart, listResultParts } from '../../storage/batch-files';
+import { listResultParts } from '../../storage/batch-files';
 import { findMerchantBatch, type BatchRow } from '../../storage/batches';
 import { findTransactionsByIdempotencyKeys } from '../../storage/transactions';
 import { settleBatchClaims } from '../transactions/claims';
 import { notProcessedRecord } from '../transactions/records';
 import { resultLine, rowIdempotencyKey } from './chunks';
-import { openDownload, resultsExpired, type DownloadOutcome } from './results';
+import { openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
 import type { ChunkLines } from './state';
 
 export type PartialDownloadOutcome =
@@ -60,44 +59,15 @@ function partialStream(
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let next = -1; // -1: the header; then indexes into `chunks`
-  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        if (reader) {
-          const { done, value } = await reader.read();
-          if (!done) {
-            controller.enqueue(value);
-            return;
-          }
-          reader = null;
-        }
-        if (next === -1) {
-          next = 0;
-          controller.enqueue(encoder.encode(toCsvLine(RESULT_COLUMNS)));
-          return;
-        }
-        const chunk = chunks[next++];
-        if (!chunk) {
-          controller.close();
-          return;
-        }
-        if (parts.has(chunk.chunk)) {
-          const part = await getResultPart(env.FILES, batch.id, chunk.chunk);
-          if (!part) {
-            controller.error(new Error(`result part ${chunk.chunk} of batch ${batch.id} is missing`));
-            return;
-          }
-          reader = part.body.getReader();
-          continue;
-        }
-        controller.enqueue(encoder.encode(await unfinishedChunkLines(env, caller, batch, chunk)));
-        return;
-      }
-    },
-    async cancel(reason) {
-      await reader?.cancel(reason);
-    },
+  return concatenatedStream(async () => {
+    if (next === -1) {
+      next = 0;
+      return resultHeader();
+    }
+    const chunk = chunks[next++];
+    if (!chunk) return null;
+    if (parts.has(chunk.chunk)) return resultPart(env.FILES, batch.id, chunk.chunk);
+    return encoder.encode(await unfinishedChunkLines(env, caller, batch, chunk));
   });
 }
 

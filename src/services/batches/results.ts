@@ -3,6 +3,7 @@
  */
 import type { Env } from '../../env';
 import { toCsvLine } from '../../lib/batch-csv';
+import { concatenatedStream } from '../../lib/concatenated-stream';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { deleteResultParts, getResultPart } from '../../storage/batch-files';
@@ -34,42 +35,26 @@ export function resultsExpired(env: Env, row: BatchRow, updatedAt: string, clock
 }
 
 function resultStream(bucket: R2Bucket, batchId: string, numChunks: number): ReadableStream<Uint8Array> {
-  const header = new TextEncoder().encode(toCsvLine(RESULT_COLUMNS));
   let next = -1; // -1: the header; then chunk indexes
-  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        if (reader) {
-          const { done, value } = await reader.read();
-          if (!done) {
-            controller.enqueue(value);
-            return;
-          }
-          reader = null;
-        }
-        if (next === -1) {
-          next = 0;
-          controller.enqueue(header);
-          return;
-        }
-        if (next >= numChunks) {
-          controller.close();
-          return;
-        }
-        const part = await getResultPart(bucket, batchId, next);
-        if (!part) {
-          controller.error(new Error(`result part ${next} of batch ${batchId} is missing`));
-          return;
-        }
-        next++;
-        reader = part.body.getReader();
-      }
-    },
-    async cancel(reason) {
-      await reader?.cancel(reason);
-    },
+  return concatenatedStream(async () => {
+    if (next === -1) {
+      next = 0;
+      return resultHeader();
+    }
+    return next < numChunks ? resultPart(bucket, batchId, next++) : null;
   });
+}
+
+/** The result file's header line, as bytes. */
+export function resultHeader(): Uint8Array {
+  return new TextEncoder().encode(toCsvLine(RESULT_COLUMNS));
+}
+
+/** A chunk's result part as written by its consumer; a missing part is an error (the download breaks off). */
+export async function resultPart(bucket: R2Bucket, batchId: string, chunk: number): Promise<ReadableStream<Uint8Array>> {
+  const part = await getResultPart(bucket, batchId, chunk);
+  if (!part) throw new Error(`result part ${chunk} of batch ${batchId} is missing`);
+  return part.body;
 }
 
 /**
