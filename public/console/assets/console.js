@@ -303,7 +303,7 @@ async function loadHistory() {
     rows.append(tr);
   }
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
-  $('history-page').textContent = `Page ${Math.floor(historyOffset / PAGE_SIZE) + 1} of ${pages} (${total} batches)`;
+  $('history-page').textContent = `Page ${Math.floor(historyOffset / PAGE_SIZE) + 1} of ${pages} (${total} ${total === 1 ? 'batch' : 'batches'})`;
   $('history-prev').disabled = historyOffset === 0;
   $('history-next').disabled = historyOffset + PAGE_SIZE >= total;
 }
