@@ -103,8 +103,10 @@ export async function startServer({ root, logDir, log = console.log, keepState =
     '--show-interactive-dev-session=false', '--log-level', process.env.BENCH_LOG_LEVEL ?? 'warn',
   ];
   const child = spawn(process.execPath, args, { cwd: root, env: localEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout.pipe(out);
-  child.stderr.pipe(out);
+  // Two sources into one file: neither may end it (the first to close would, and the other's next
+  // line or the exit line below would then be a write after end, which crashed a full run). stop() ends it.
+  child.stdout.pipe(out, { end: false });
+  child.stderr.pipe(out, { end: false });
   let exited = false;
   let exitedWith;
   const exit = new Promise((resolveExit) => child.on('exit', (code, signal) => {
@@ -153,6 +155,8 @@ export async function startServer({ root, logDir, log = console.log, keepState =
           // Already gone.
         }
       }
+      child.stdout.unpipe(out);
+      child.stderr.unpipe(out);
       out.end();
       if (!keepState) rmSync(dir, { recursive: true, force: true });
     },
