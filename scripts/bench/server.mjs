@@ -87,7 +87,9 @@ export async function startServer({ root, logDir, log = console.log, keepState =
   // wrangler reads .dev.vars next to the config file, so the developer's own .dev.vars is never used.
   writeFileSync(
     join(dir, '.dev.vars'),
-    `ADMIN_TOKEN=${adminToken}\nCARD_DATA_KEY=${randomBytes(32).toString('base64')}\n`,
+    // REQUEST_LOG=errors: under wrangler dev every console.log line travels workerd's stdout to wrangler,
+    // which halved healthz throughput; the bench measures the service, not that pipe (docs/performance.md).
+    `ADMIN_TOKEN=${adminToken}\nCARD_DATA_KEY=${randomBytes(32).toString('base64')}\nREQUEST_LOG=errors\n`,
     { mode: 0o600 },
   );
   await seedLocalState({ persistTo, config, sampleBins, log: (line) => log(`  ${line}`) });

@@ -3,7 +3,11 @@
  * invocation logs off): a card number typed into a path or a query reaches it masked, in every
  * spelling, encoded or not; and a 404 that quotes the path masks it too.
  */
+import { env } from 'cloudflare:test';
+import { Hono } from 'hono';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { AppEnv } from '../../src/env';
+import { requestLog } from '../../src/middleware/request-log';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_SPELLINGS } from '../helpers/card-spellings';
 import { captureConsole, describeFindings, findSecrets } from '../helpers/leak-scan';
@@ -76,5 +80,21 @@ describe('request log', () => {
   it('keeps look-alikes readable: a date and an order id in a query are logged as sent', async () => {
     await call('GET', '/api/filebatch?from=2026-11-21&order=ORD-2026-000123-45', { key: shop.secretKey });
     expect(requestLines(consoleCapture.lines)[0]?.query).toBe('from=2026-11-21&order=ORD-2026-000123-45');
+  });
+
+  it('with REQUEST_LOG=errors, logs only answers of 400 and above (masked the same way)', async () => {
+    const app = new Hono<AppEnv>().use(requestLog);
+    app.get('/ok', (c) => c.text('ok'));
+    app.get('/refused/:id', (c) => c.text('refused', 400));
+    const quiet = { ...env, REQUEST_LOG: 'errors' };
+    expect((await app.request('/ok', {}, quiet)).status).toBe(200);
+    expect((await app.request('/refused/4111-1111-1111-1111', {}, quiet)).status).toBe(400);
+    expect((await app.request('/missing', {}, quiet)).status).toBe(404);
+    const lines = requestLines(consoleCapture.lines);
+    expect(lines.map((line) => [line.path.includes('4111-1111-1111-1111'), line.status])).toEqual([[false, 400], [false, 404]]);
+    // wrangler.toml's value logs every request.
+    expect(env.REQUEST_LOG).toBe('all');
+    await app.request('/ok', {}, env);
+    expect(requestLines(consoleCapture.lines).map((line) => line.status)).toEqual([400, 404, 200]);
   });
 });
