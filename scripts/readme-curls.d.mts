@@ -3,15 +3,8 @@ export interface ShellCommand {
   expected: string[];
   section: string;
 }
-export interface CurlExample {
-  method: string;
-  path: string;
-  query: string;
-  contentType: string | null;
-  body: string | null;
-  source: string;
-  section: string;
-}
+/** A README curl example: the same shape the generated src/openapi/readme-examples.ts holds. */
+export type CurlExample = import('../src/openapi/document').ReadmeExample;
 export function shellCommands(markdown: string): ShellCommand[];
 export function curlExamples(markdown: string): CurlExample[];
 export function readmeExamplesModule(markdown: string): string;
