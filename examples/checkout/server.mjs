@@ -117,9 +117,14 @@ async function readJson(request) {
   }
 }
 
-// Run on its own: node examples/checkout/server.mjs [--port 8788] [--tokenizer http://localhost:8787]
+// Run on its own, with the merchant's keys in the environment, as a shop's backend would hold them:
+//   BINBATCH_PUBLIC_KEY=pub_… BINBATCH_SECRET_KEY=api_… node examples/checkout/server.mjs [--port 8788] [--tokenizer http://localhost:8787]
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { DEMO } = await import('../../scripts/local-state.mjs');
+  const { BINBATCH_PUBLIC_KEY: publicKey, BINBATCH_SECRET_KEY: secretKey } = process.env;
+  if (!publicKey?.startsWith('pub_') || !secretKey?.startsWith('api_')) {
+    console.error('Set BINBATCH_PUBLIC_KEY (pub_…) and BINBATCH_SECRET_KEY (api_…) to a merchant\'s keys (README, "Demo credentials").');
+    process.exit(2);
+  }
   const option = (flag, fallback) => {
     const at = process.argv.indexOf(flag);
     return at >= 0 && process.argv[at + 1] ? process.argv[at + 1] : fallback;
@@ -127,8 +132,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const shop = await startCheckout({
     port: Number(option('--port', '8788')),
     tokenizerUrl: option('--tokenizer', 'http://localhost:8787'),
-    publicKey: DEMO.publicKey,
-    secretKey: DEMO.secretKey,
+    publicKey,
+    secretKey,
   });
   console.log(`Demo checkout: ${shop.url}`);
 }
