@@ -3,8 +3,8 @@ export interface ShellCommand {
   expected: string[];
   section: string;
 }
-/** A README curl example: the same shape the generated src/openapi/readme-examples.ts holds. */
-export type CurlExample = import('../src/openapi/document').ReadmeExample;
+/** A README curl example: the type the generated src/openapi/readme-examples.ts declares. */
+export type CurlExample = import('../src/openapi/readme-examples').ReadmeExample;
 export function shellCommands(markdown: string): ShellCommand[];
 export function curlExamples(markdown: string): CurlExample[];
 export function readmeExamplesModule(markdown: string): string;

@@ -15,7 +15,7 @@ import { registerTokenizer } from './paths/tokenizer';
 import { registerTransaction } from './paths/transaction';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
-import { README_EXAMPLES } from './readme-examples';
+import { README_EXAMPLES, type ReadmeExample } from './readme-examples';
 
 /** Every resource's operations; a new resource adds its register function here. */
 const RESOURCES = [
@@ -44,16 +44,6 @@ const TAGS = [
 ];
 
 const KEY_HEADER = 'The key on its own as the whole `Authorization` header value (`Bearer <key>` is accepted too).';
-
-export interface ReadmeExample {
-  method: string;
-  path: string;
-  query: string;
-  contentType: string | null;
-  body: string | null;
-  source: string;
-  section: string;
-}
 
 /** The generated document (OpenAPI 3.1). */
 export type OpenAPIObject = ReturnType<OpenApiGeneratorV31['generateDocument']>;

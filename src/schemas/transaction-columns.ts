@@ -157,7 +157,7 @@ export const NUMERIC_RESULT_COLUMNS: ReadonlySet<ResultColumn> = new Set([
 export type TransactionRecord = Record<ResultColumn, string | number | boolean | null>;
 
 /**
- * The engine's interface (implemented in src/services/transactions.ts). Both doors call
+ * The engine's interface (implemented in src/services/transactions/engine.ts). Both doors call
  * `processTransactions(env, caller, requests, context, clock)`: POST /api/transaction with one
  * request, the batch consumer with a chunk's rows (so BIN, vault and D1 work is shared per chunk).
  */
