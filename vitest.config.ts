@@ -40,16 +40,16 @@ export default defineConfig({
                 ADMIN_TOKEN: 'test-admin-token',
                 // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.
                 CARD_DATA_KEY: 'dGVzdC1vbmx5LWNhcmQtZGF0YS1rZXktMzItYnl0ZXM=',
-          // Webhook retries at once (4 attempts), so retry and give-up paths run in milliseconds;
-          // WEBHOOK_ALLOW_LOCAL keeps wrangler.toml's production value (false).
-          WEBHOOK_RETRY_DELAYS: '0,0,0',
+                // Webhook retries at once (4 attempts), so retry and give-up paths run in milliseconds;
+                // WEBHOOK_ALLOW_LOCAL keeps wrangler.toml's production value (false).
+                WEBHOOK_RETRY_DELAYS: '0,0,0',
               },
               // Flush queue batches quickly so end-to-end tests do not wait on the 1 s batch timeout.
               queueConsumers: {
                 'binbatch-chunks': { maxBatchTimeout: 0.05 },
                 'binbatch-chunks-dlq': { maxBatchTimeout: 0.05 },
-          'binbatch-webhooks': { maxBatchTimeout: 0.05 },
-          'binbatch-webhooks-dlq': { maxBatchTimeout: 0.05 },
+                'binbatch-webhooks': { maxBatchTimeout: 0.05 },
+                'binbatch-webhooks-dlq': { maxBatchTimeout: 0.05 },
               },
             },
           }),

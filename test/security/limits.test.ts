@@ -3,7 +3,7 @@
  * passes, one more is refused with the documented status and a msg naming the field.
  */
 import { env } from 'cloudflare:workers';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/app';
 import { uploadBatch } from '../../src/services/batches/upload';
 import { authenticateKey } from '../../src/services/merchants';
@@ -11,6 +11,7 @@ import { readTempToken, TEMP_TOKEN_TTL_SECONDS } from '../../src/services/tokens
 import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { buildWorld, endpoints, type World } from '../helpers/endpoints';
 import { expectFailedEnvelope } from '../helpers/fuzz';
+import { RATE_LIMITS } from '../helpers/rate-limits';
 
 let world: World;
 let shop: TestMerchant;
@@ -283,32 +284,51 @@ describe('rate limits', () => {
     return row.id;
   }
 
-  const cases = [
-    { path: '/api/lookup/bin/protected', binding: 'LOOKUP_RATE_LIMITER', limit: 1200, type: 'secret' },
-    { path: '/api/tokenizer/token', binding: 'TOKENIZER_RATE_LIMITER', limit: 600, type: 'public' },
-    { path: '/api/transaction', binding: 'TRANSACTION_RATE_LIMITER', limit: 600, type: 'secret' },
-  ] as const;
+  /**
+   * The binding's rule (at most `limit` calls per key in each `period`-second window) on a clock
+   * the test holds. The local binding counts in wall-clock minutes, so a test that spent a budget
+   * on it could cross a minute midway and find a fresh one: that made this test fail once in CI.
+   * test/node/rate-limit-config.test.ts holds wrangler.toml to the same limits.
+   */
+  function limiterOnClock(limit: number, period: number, now: () => number): (options: RateLimitOptions) => Promise<RateLimitOutcome> {
+    const windows = new Map<string, { window: number; count: number }>();
+    return async ({ key }) => {
+      const window = Math.floor(now() / (period * 1_000));
+      const seen = windows.get(key);
+      const count = seen?.window === window ? seen.count : 0;
+      if (count >= limit) return { success: false };
+      windows.set(key, { window, count: count + 1 });
+      return { success: true };
+    };
+  }
 
-  it.each(cases)('$path: 429 with Retry-After once the key has spent its $limit per minute; other keys unaffected', async (c) => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it.each(RATE_LIMITS)('$path: 429 with Retry-After once the key has spent its $limit per $period s; other keys unaffected; served again in the next window', async (c) => {
     const busy = await createMerchant({ name: `Busy ${c.binding}` });
-    const id = await keyId(busy.id, c.type);
-    // Spend the key's budget on the binding itself (wrangler.toml), then ask once more, malformed:
-    // probes count too, so the limit is checked before the body is read.
-    // All at once, so the spending takes milliseconds: one at a time on a slow machine, it could
-    // run across the limiter's one-minute window and find a fresh budget midway.
-    const answers = await Promise.all(Array.from({ length: c.limit + 1 }, () => env[c.binding].limit({ key: id })));
-    const spent = answers.filter((answer) => answer.success).length;
-    expect(spent).toBeGreaterThan(0);
-    expect(spent).toBeLessThanOrEqual(c.limit);
-    const key = c.type === 'secret' ? busy.secretKey : busy.publicKey;
-    const limited = await call('POST', c.path, { key, body: {} });
-    expect(limited.status).toBe(429);
-    expect(limited.headers.get('Retry-After')).toBe('60');
-    expect((await expectFailedEnvelope(limited)).msg).toContain('retry in 60 seconds');
+    const busyKey = c.type === 'secret' ? busy.secretKey : busy.publicKey;
+    const otherKey = c.type === 'secret' ? shop.secretKey : shop.publicKey;
+    let now = Date.UTC(2026, 10, 23, 12, 0, 30);
+    const limit = vi.spyOn(env[c.binding], 'limit').mockImplementation(limiterOnClock(c.limit, c.period, () => now));
 
-    const fresh = await call('POST', c.path, { key: c.type === 'secret' ? shop.secretKey : shop.publicKey, body: {} });
+    // Spend the key's budget on the limiter, then ask once more, malformed: probes count too, so
+    // the limit is checked before the body is read.
+    const id = await keyId(busy.id, c.type);
+    for (let i = 0; i < c.limit; i += 1) await env[c.binding].limit({ key: id });
+    const limited = await call('POST', c.path, { key: busyKey, body: {} });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('Retry-After')).toBe(String(c.period));
+    expect((await expectFailedEnvelope(limited)).msg).toContain(`retry in ${c.period} seconds`);
+    expect(limit).toHaveBeenLastCalledWith({ key: id }); // counted against the calling key, not the merchant or the IP
+
+    const fresh = await call('POST', c.path, { key: otherKey, body: {} });
     expect(fresh.status).toBe(400);
     await fresh.body?.cancel();
+
+    now += c.period * 1_000;
+    const nextWindow = await call('POST', c.path, { key: busyKey, body: {} });
+    expect(nextWindow.status).toBe(400);
+    await nextWindow.body?.cancel();
   });
 });
 
