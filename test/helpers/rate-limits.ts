@@ -18,3 +18,21 @@ export const RATE_LIMITS: readonly RateLimit[] = [
   { path: '/api/tokenizer/token', binding: 'TOKENIZER_RATE_LIMITER', limit: 600, period: 60, type: 'public' },
   { path: '/api/transaction', binding: 'TRANSACTION_RATE_LIMITER', limit: 600, period: 60, type: 'secret' },
 ];
+
+/**
+ * A rate-limit binding's rule (at most `limit` calls per key in each `period`-second window) on a
+ * clock the test holds, to stand in for the binding with vi.spyOn. The local binding counts in
+ * wall-clock windows, so a test that spent a budget on it could cross a window's end midway and
+ * find a fresh one: that made a rate-limit test fail once in CI (601 calls of 600 allowed).
+ */
+export function limiterOnClock(limit: number, period: number, now: () => number): (options: RateLimitOptions) => Promise<RateLimitOutcome> {
+  const windows = new Map<string, { window: number; count: number }>();
+  return async ({ key }) => {
+    const window = Math.floor(now() / (period * 1_000));
+    const seen = windows.get(key);
+    const count = seen?.window === window ? seen.count : 0;
+    if (count >= limit) return { success: false };
+    windows.set(key, { window, count: count + 1 });
+    return { success: true };
+  };
+}

@@ -11,7 +11,7 @@ import { readTempToken, TEMP_TOKEN_TTL_SECONDS } from '../../src/services/tokens
 import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { buildWorld, endpoints, type World } from '../helpers/endpoints';
 import { expectFailedEnvelope } from '../helpers/fuzz';
-import { RATE_LIMITS } from '../helpers/rate-limits';
+import { limiterOnClock, RATE_LIMITS } from '../helpers/rate-limits';
 
 let world: World;
 let shop: TestMerchant;
@@ -282,24 +282,6 @@ describe('rate limits', () => {
       .first<{ id: string }>();
     if (!row) throw new Error('no key row');
     return row.id;
-  }
-
-  /**
-   * The binding's rule (at most `limit` calls per key in each `period`-second window) on a clock
-   * the test holds. The local binding counts in wall-clock minutes, so a test that spent a budget
-   * on it could cross a minute midway and find a fresh one: that made this test fail once in CI.
-   * test/node/rate-limit-config.test.ts holds wrangler.toml to the same limits.
-   */
-  function limiterOnClock(limit: number, period: number, now: () => number): (options: RateLimitOptions) => Promise<RateLimitOutcome> {
-    const windows = new Map<string, { window: number; count: number }>();
-    return async ({ key }) => {
-      const window = Math.floor(now() / (period * 1_000));
-      const seen = windows.get(key);
-      const count = seen?.window === window ? seen.count : 0;
-      if (count >= limit) return { success: false };
-      windows.set(key, { window, count: count + 1 });
-      return { success: true };
-    };
   }
 
   afterEach(() => vi.restoreAllMocks());
