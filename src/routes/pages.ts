@@ -1,6 +1,7 @@
 /**
- * Browser pages of the hosted tokenizer: the merchant-facing script, the card frame and the
- * frame's own files. The files live in public/ (Workers Static Assets) and every request reaches
+ * Browser pages: the hosted tokenizer (the merchant-facing script, the card frame and the frame's
+ * own files), the batch console and the docs page's files. The files live in public/ (Workers
+ * Static Assets) and every request reaches
  * the Worker first (`run_worker_first`), so each answer gets headers chosen here: per-merchant
  * frame-ancestors on the frame, long caching on the versioned script. This is a Hono app of its
  * own, beside the API's, because pages need other headers than the API's `no-store` JSON.
@@ -11,7 +12,7 @@ import type { AppEnv } from '../env';
 import { handleError } from '../errors';
 import { framePolicy, type FramePolicy } from '../services/tokenizer/origins';
 
-/** Paths this app serves (index.ts sends them here): the tokenizer, and the docs page's files. */
+/** Paths this app serves (index.ts sends them here): the tokenizer, the docs page's files and the console. */
 const PAGE_PREFIXES = ['/tokenizer/', '/docs/'];
 const V1 = '/tokenizer/v1';
 
