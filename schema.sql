@@ -369,6 +369,8 @@ CREATE TABLE IF NOT EXISTS webhook_events (
   created_at TEXT NOT NULL,
   UNIQUE (batch_id, type)
 );
+-- The daily cron removes events older than 30 days with their deliveries (services/webhooks/retention.ts).
+CREATE INDEX IF NOT EXISTS webhook_events_created ON webhook_events(created_at);
 
 -- One event to one endpoint. `attempts` and `next_attempt_at` are the schedule (queue messages
 -- only carry the delivery id and the attempt number they are for); `enqueued_at` marks the first

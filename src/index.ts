@@ -1,4 +1,4 @@
-/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention and the idempotency window. */
+/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention (batch results, webhook history) and the idempotency window. */
 import { app } from './app';
 import type { Env } from './env';
 import { systemClock } from './lib/time';
@@ -9,6 +9,7 @@ import { consumeWebhookDeadLetters, consumeWebhookDeliveries } from './queues/we
 import { isPagePath, pages } from './routes/pages';
 import { deleteExpiredResults } from './services/batches/results';
 import { sweepIdempotencyWindow } from './services/transactions/idempotency';
+import { deleteExpiredWebhookEvents } from './services/webhooks/retention';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 
@@ -32,5 +33,7 @@ export default {
     console.log(JSON.stringify({ level: 'info', event: 'batch_retention', swept }));
     const cleared = await sweepIdempotencyWindow(env, clock);
     console.log(JSON.stringify({ level: 'info', event: 'idempotency_window', cleared }));
+    const removed = await deleteExpiredWebhookEvents(env, clock);
+    console.log(JSON.stringify({ level: 'info', event: 'webhook_retention', removed }));
   },
 } satisfies ExportedHandler<Env, unknown>;

@@ -246,12 +246,17 @@ export async function findMerchantDelivery(
     .first<DeliveryWithType>();
 }
 
-export async function insertDelivery(db: D1Database, delivery: DeliveryRow): Promise<void> {
-  await db
+/**
+ * Inserts a redelivery, only while its event is still kept (the retention cron may have removed
+ * it since the original was read). False when the event is gone.
+ */
+export async function insertDelivery(db: D1Database, delivery: DeliveryRow): Promise<boolean> {
+  const result = await db
     .prepare(
       `INSERT INTO webhook_deliveries (id, merchant_id, endpoint_id, event_id, redelivery_of, status, attempts, last_status_code,
                                        last_error, next_attempt_at, delivered_at, enqueued_at, created_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+       WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = ?4)`,
     )
     .bind(
       delivery.id,
@@ -269,6 +274,7 @@ export async function insertDelivery(db: D1Database, delivery: DeliveryRow): Pro
       delivery.created_at,
     )
     .run();
+  return result.meta.changes === 1;
 }
 
 export async function findDeliveryForAttempt(db: D1Database, id: string): Promise<DeliveryForAttempt | null> {
@@ -318,4 +324,30 @@ export async function markDeliveryFailed(db: D1Database, id: string, attemptsBef
     .bind(id, attemptsBefore, reason)
     .run();
   return result.meta.changes === 1;
+}
+
+// ---- retention ------------------------------------------------------------------------------
+
+/**
+ * Removes up to `limit` events created before `cutoff` that no delivery is still retrying, with
+ * all their deliveries, in one transaction. An event a redelivery made pending again meanwhile
+ * keeps itself and that delivery. Answers how many events went.
+ */
+export async function deleteSettledEventsBefore(db: D1Database, cutoff: string, limit: number): Promise<number> {
+  const settled = `SELECT ev.id FROM webhook_events ev
+    WHERE ev.created_at < ?1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.status = 'pending')
+    ORDER BY ev.created_at LIMIT ?2`;
+  const found = await db.prepare(settled).bind(cutoff, limit).all<{ id: string }>();
+  const ids = JSON.stringify(found.results.map((row) => row.id));
+  if (found.results.length === 0) return 0;
+  const [, events] = await db.batch([
+    db.prepare(`DELETE FROM webhook_deliveries WHERE event_id IN (SELECT value FROM json_each(?1)) AND status != 'pending'`).bind(ids),
+    db
+      .prepare(
+        `DELETE FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1))
+         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)`,
+      )
+      .bind(ids),
+  ]);
+  return events?.meta.changes ?? 0;
 }

@@ -65,9 +65,10 @@ describe('status and download access', () => {
     expect(download.status).toBe(410);
     expect(await download.json()).toEqual({ status: 'failed', msg: 'batch results expired', data: null });
     expect(await status(merchant.secretKey, id)).toEqual(completed);
-    // Each cron run logs its two sweeps; the request log's lines are left out.
+    // Each cron run logs its three sweeps; the request log's lines are left out.
     const cronEvents = logs.events().filter((event) => event !== 'request');
-    expect(cronEvents).toEqual(['batch_retention', 'idempotency_window', 'batch_retention', 'idempotency_window']);
+    const sweeps = ['batch_retention', 'idempotency_window', 'webhook_retention'];
+    expect(cronEvents).toEqual([...sweeps, ...sweeps]);
   });
 });
 

@@ -42,6 +42,7 @@ export type EndpointFailure =
   | { ok: false; reason: 'pending'; msg: string };
 
 const ENDPOINT_NOT_FOUND = { ok: false, reason: 'not_found', msg: 'webhook endpoint not found' } as const;
+const DELIVERY_NOT_FOUND = { ok: false, reason: 'not_found', msg: 'delivery not found' } as const;
 
 function toEndpoint(row: EndpointRow, now: Date): WebhookEndpoint {
   const overlapEnds = row.previous_secret_expires_at;
@@ -160,7 +161,7 @@ export async function redeliver(
   deliveryId: string,
 ): Promise<{ ok: true; delivery: WebhookDelivery } | EndpointFailure> {
   const original = await findMerchantDelivery(deps.db, merchantId, endpointId, deliveryId);
-  if (!original) return { ok: false, reason: 'not_found', msg: 'delivery not found' };
+  if (!original) return DELIVERY_NOT_FOUND;
   if (original.status === 'pending') {
     const when = original.next_attempt_at ? `; its next attempt is at ${original.next_attempt_at}` : '';
     return { ok: false, reason: 'pending', msg: `the delivery is still being retried${when}` };
@@ -181,7 +182,7 @@ export async function redeliver(
     enqueued_at: null,
     created_at: now,
   };
-  await insertDelivery(deps.db, row);
+  if (!(await insertDelivery(deps.db, row))) return DELIVERY_NOT_FOUND; // its event passed retention meanwhile
   try {
     await deps.queue.send({ deliveryId: row.id, attempt: 1 }, { contentType: 'json' });
   } catch (err) {
