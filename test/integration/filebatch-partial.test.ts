@@ -6,6 +6,7 @@ import { env } from 'cloudflare:workers';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChunkMessage } from '../../src/schemas/queue';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
+import { findBatchClaims } from '../../src/storage/transactions';
 import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
 import { clockAt, deliverChunksAt, failWrites, ledger, ledgerAuthCode } from '../helpers/claims';
@@ -144,6 +145,41 @@ describe('partial download of a failed batch', () => {
       msg: 'some rows are still being settled with the processor; retry after the Retry-After seconds',
       data: null,
     });
+  });
+
+  it("finds a failed chunk's open claims by their keys, reading only that batch's rows among the merchant's others", async () => {
+    const other = await tenRowBatch();
+    await deliver(CHUNKS, other.messages);
+    const { id, messages } = await tenRowBatch();
+    await deliver(CHUNKS, [messages[0], messages[2]]);
+    const heal = await failWrites('UPDATE', 'transactions', `OLD.batch_id = '${id}'`);
+    await deliverChunksAt(clockAt(0), [messages[1]], 6);
+    await heal();
+
+    const reads: number[] = [];
+    const counting = {
+      prepare: (sql: string) => {
+        const statement = env.DB.prepare(sql);
+        return {
+          bind: (...values: unknown[]) => ({
+            all: async <T>() => {
+              const result = await statement.bind(...values).all<T>();
+              reads.push(result.meta.rows_read);
+              return result;
+            },
+          }),
+        };
+      },
+    } as unknown as D1Database;
+    const claims = await findBatchClaims(counting, merchant.id, id);
+    expect(claims.map((claim) => claim.record.idempotency_key).sort()).toEqual([6, 7, 8, 9].map((n) => line(id, n)));
+    expect(await findBatchClaims(counting, merchant.id, other.id)).toEqual([]);
+    // The merchant has at least 26 rows by now; each read walks its batch's key range only: the
+    // batch's 10 rows and the one past the end of the range.
+    const rows = await env.DB.prepare('SELECT COUNT(*) AS n FROM transactions WHERE merchant_id = ?1').bind(merchant.id).first<number>('n');
+    expect(rows).toBeGreaterThanOrEqual(26);
+    expect(reads).toHaveLength(2);
+    for (const read of reads) expect(read).toBeLessThanOrEqual(10 + 1);
   });
 
   it('serves a completed batch whole, refuses a running one, and checks the parameter', async () => {

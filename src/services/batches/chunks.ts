@@ -33,6 +33,7 @@ export type ChunkOutcome =
   /** Another attempt holds some rows' claims: nothing written; ask again after `retryAfterSeconds`. */
   | { ok: false; reason: 'rows_in_flight'; retryAfterSeconds: number };
 
+/** A batch row's idempotency key; storage `findBatchClaims` finds a batch's rows by this shape. */
 export function rowIdempotencyKey(batchId: string, line: number): string {
   return `${batchId}:${line}`;
 }
