@@ -338,8 +338,8 @@ export async function deleteSettledEventsBefore(db: D1Database, cutoff: string, 
     WHERE ev.created_at < ?1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.status = 'pending')
     ORDER BY ev.created_at LIMIT ?2`;
   const found = await db.prepare(settled).bind(cutoff, limit).all<{ id: string }>();
-  const ids = JSON.stringify(found.results.map((row) => row.id));
   if (found.results.length === 0) return 0;
+  const ids = JSON.stringify(found.results.map((row) => row.id));
   const [, events] = await db.batch([
     db.prepare(`DELETE FROM webhook_deliveries WHERE event_id IN (SELECT value FROM json_each(?1)) AND status != 'pending'`).bind(ids),
     db

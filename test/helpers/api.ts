@@ -1,5 +1,5 @@
 /** Small helpers for driving the Worker through its real fetch handler. */
-import { exports } from 'cloudflare:workers';
+import { env, exports } from 'cloudflare:workers';
 import { assertDocumentedAnswer } from './contract';
 
 export const ADMIN_TOKEN = 'test-admin-token';
@@ -47,6 +47,15 @@ export interface TestMerchant {
   name: string;
   secretKey: string;
   publicKey: string;
+}
+
+/** The id (`key_…`) of a merchant's active key of this type: what the rate limits count against. */
+export async function apiKeyId(merchantId: string, type: 'secret' | 'public'): Promise<string> {
+  const row = await env.DB.prepare('SELECT id FROM api_keys WHERE merchant_id = ?1 AND type = ?2 AND revoked_at IS NULL')
+    .bind(merchantId, type)
+    .first<{ id: string }>();
+  if (!row) throw new Error(`no active ${type} key for merchant ${merchantId}`);
+  return row.id;
 }
 
 export async function createMerchant(

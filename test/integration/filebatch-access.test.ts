@@ -1,20 +1,12 @@
 import { env } from 'cloudflare:workers';
-import { createExecutionContext, createScheduledController, runDurableObjectAlarm, waitOnExecutionContext } from 'cloudflare:test';
+import { runDurableObjectAlarm } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
-import type { Env } from '../../src/env';
-import worker from '../../src/index';
 import { call, createMerchant } from '../helpers/api';
+import { runDailyCron } from '../helpers/cron';
 import { captureLogsOfEachTest } from '../helpers/logs';
 import { type BatchRecord, CARD_HEADER, createUnqueuedBatch, csv, deliver, QUEUE_TEST_TIMEOUT, saleRows, status, uploadOk, waitForStatus } from '../helpers/batch';
 
 const DAY = 86_400_000;
-
-async function runCron(at: Date): Promise<void> {
-  const handler: ExportedHandler<Env> = worker;
-  const ctx = createExecutionContext();
-  await handler.scheduled?.(createScheduledController({ scheduledTime: at, cron: '17 3 * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
-}
 
 // The cron and the watchdog log what they did: read by the tests, not printed.
 const logs = captureLogsOfEachTest();
@@ -54,11 +46,11 @@ describe('status and download access', () => {
     const completedAt = Date.parse(completed.updated_at);
 
     // Nine days on: the cron keeps the results.
-    await runCron(new Date(completedAt + 9 * DAY));
+    await runDailyCron(new Date(completedAt + 9 * DAY));
     expect((await call('GET', `/api/filebatch/${id}/download`, { key: merchant.secretKey })).status).toBe(200);
 
     // Eleven days on: deleted.
-    await runCron(new Date(completedAt + 11 * DAY));
+    await runDailyCron(new Date(completedAt + 11 * DAY));
     const listing = await env.FILES.list({ prefix: `results/${id}/` });
     expect(listing.objects).toEqual([]);
     const download = await call('GET', `/api/filebatch/${id}/download`, { key: merchant.secretKey });

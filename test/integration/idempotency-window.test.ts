@@ -5,16 +5,15 @@
  * used again, and the daily cron clears every fingerprint past it; the transaction records stay.
  */
 import { env } from 'cloudflare:workers';
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Caller, Env } from '../../src/env';
-import worker from '../../src/index';
+import type { Caller } from '../../src/env';
 import { requestFingerprint } from '../../src/lib/request-hash';
 import type { TransactionContext, TransactionInput, TransactionOutcome } from '../../src/schemas/transaction-columns';
 import { authenticateKey } from '../../src/services/merchants';
 import { processTransactions } from '../../src/services/transactions/engine';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { ledger, ledgerAuthCode } from '../helpers/claims';
+import { runDailyCron } from '../helpers/cron';
 
 const HOUR = 3_600_000;
 const T0 = new Date('2026-11-21T12:00:00.000Z');
@@ -44,13 +43,6 @@ function idOf(outcome: TransactionOutcome): string {
 
 async function storedRow(id: string) {
   return env.DB.prepare('SELECT idempotency_key, request_hash FROM transactions WHERE id = ?1').bind(id).first<{ idempotency_key: string; request_hash: string }>();
-}
-
-async function runCron(when: Date): Promise<void> {
-  const handler: ExportedHandler<Env> = worker;
-  const ctx = createExecutionContext();
-  await handler.scheduled?.(createScheduledController({ scheduledTime: when, cron: '17 3 * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
 }
 
 describe('request_hash leaves the CVC out', () => {
@@ -102,12 +94,12 @@ describe('the 24-hour idempotency window', () => {
     const row = idOf(await one(SALE, 'bat_crontest:2', at(0), batchContext));
     const fresh = idOf(await one(SALE, 'cron-fresh', at(20 * HOUR)));
 
-    await runCron(new Date(T0.getTime() + 25 * HOUR));
+    await runDailyCron(new Date(T0.getTime() + 25 * HOUR));
     expect(await storedRow(api)).toEqual({ idempotency_key: `cron-api#expired:${api}`, request_hash: '' });
     expect(await storedRow(row)).toEqual({ idempotency_key: 'bat_crontest:2', request_hash: '' });
     expect((await storedRow(fresh))?.request_hash).toMatch(/^[0-9a-f]{64}$/);
     const before = await env.DB.prepare('SELECT id, idempotency_key, request_hash FROM transactions ORDER BY id').all();
-    await runCron(new Date(T0.getTime() + 25 * HOUR));
+    await runDailyCron(new Date(T0.getTime() + 25 * HOUR));
     expect((await env.DB.prepare('SELECT id, idempotency_key, request_hash FROM transactions ORDER BY id').all()).results).toEqual(before.results);
 
     // Records are kept and read as before.

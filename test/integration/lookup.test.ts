@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lookupCard } from '../../src/services/bin-lookup/card-metadata';
-import { admin, createMerchant, type TestMerchant } from '../helpers/api';
+import { admin, apiKeyId, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv, lookupBin, lookupOk } from '../helpers/bins';
 import { limiterOnClock } from '../helpers/rate-limits';
 
@@ -208,14 +208,13 @@ describe('authentication', () => {
 describe('rate limit', () => {
   it('answers 429 with Retry-After once the API key has spent its budget', async () => {
     const prober = await createMerchant({ name: 'Prober' });
-    const row = await env.DB.prepare(`SELECT id FROM api_keys WHERE merchant_id = ?1 AND type = 'secret'`).bind(prober.id).first<{ id: string }>();
-    if (!row) throw new Error('no secret key row');
+    const keyId = await apiKeyId(prober.id, 'secret');
     // Spend the key's budget (wrangler.toml: limit 1200 per 60 s) on the binding's rule, on a clock
     // the test holds (see limiterOnClock).
     const now = Date.UTC(2026, 10, 23, 12, 0, 30);
     vi.spyOn(env.LOOKUP_RATE_LIMITER, 'limit').mockImplementation(limiterOnClock(1200, 60, () => now));
     let spent = 0;
-    while ((await env.LOOKUP_RATE_LIMITER.limit({ key: row.id })).success) spent++;
+    while ((await env.LOOKUP_RATE_LIMITER.limit({ key: keyId })).success) spent++;
     expect(spent).toBe(1200);
 
     const response = await lookupBin(prober.secretKey, { bin: '411111' });

@@ -5,7 +5,7 @@
  */
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, createMerchant, type TestMerchant } from '../helpers/api';
+import { admin, apiKeyId, call, createMerchant, type TestMerchant } from '../helpers/api';
 
 let shopA: TestMerchant;
 let shopB: TestMerchant;
@@ -120,8 +120,7 @@ describe('GET /tokenizer/v1/frame', () => {
     const ok = await frame(merchant.publicKey);
     expect(ok.status).toBe(200);
     await ok.body?.cancel();
-    const key = await env.DB.prepare("SELECT id FROM api_keys WHERE merchant_id = ?1 AND type = 'public'").bind(merchant.id).first<{ id: string }>();
-    expect((await admin('DELETE', `/admin/keys/${key?.id}`)).status).toBe(200);
+    expect((await admin('DELETE', `/admin/keys/${await apiKeyId(merchant.id, 'public')}`)).status).toBe(200);
     const refused = await frame(merchant.publicKey);
     expect(refused.status).toBe(401);
     await refused.body?.cancel();

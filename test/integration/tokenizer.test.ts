@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TEMP_TOKEN_PATTERN } from '../../src/schemas/tokenizer';
 import { readTempToken } from '../../src/services/tokens';
-import { call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
+import { apiKeyId, call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 import { limiterOnClock } from '../helpers/rate-limits';
 
 interface TokenData {
@@ -137,16 +137,13 @@ describe('tokenizer rate limit', () => {
 
   it('answers 429 with Retry-After once a key passes its limit', async () => {
     const shop = await createMerchant({ name: 'Busy Shop' });
-    const row = await env.DB.prepare(`SELECT id FROM api_keys WHERE merchant_id = ?1 AND type = 'public'`)
-      .bind(shop.id)
-      .first<{ id: string }>();
-    if (!row) throw new Error('no public key row');
+    const keyId = await apiKeyId(shop.id, 'public');
     // Spend the key's budget (wrangler.toml: 600 per 60 s) on the binding's rule, on a clock the
     // test holds (see limiterOnClock), then ask once more.
     const now = Date.UTC(2026, 10, 23, 12, 0, 30);
     vi.spyOn(env.TOKENIZER_RATE_LIMITER, 'limit').mockImplementation(limiterOnClock(600, 60, () => now));
     let spent = 0;
-    while ((await env.TOKENIZER_RATE_LIMITER.limit({ key: row.id })).success) spent++;
+    while ((await env.TOKENIZER_RATE_LIMITER.limit({ key: keyId })).success) spent++;
     expect(spent).toBe(600);
     // An empty body on purpose: the limit counts attempts, valid or not, which is what card testers produce.
     const limited = await call('POST', '/api/tokenizer/token', { key: shop.publicKey, body: {} });

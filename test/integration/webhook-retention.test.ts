@@ -4,16 +4,14 @@
  * and redelivery; the cron's clock is its scheduled time.
  */
 import { env } from 'cloudflare:workers';
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Env } from '../../src/env';
-import worker from '../../src/index';
 import { isoTimestamp } from '../../src/lib/time';
 import { webhookDeps } from '../../src/services/webhooks/deps';
 import { createEndpoint } from '../../src/services/webhooks/endpoints';
 import { WEBHOOK_EVENT_RETENTION_DAYS } from '../../src/services/webhooks/retention';
 import { insertDelivery, insertEventWithDeliveries, markDeliveryFailed, recordAttempt } from '../../src/storage/webhooks';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { runDailyCron } from '../helpers/cron';
 
 const T0 = new Date('2026-09-01T10:00:00.000Z');
 const HOUR = 3_600_000;
@@ -51,12 +49,10 @@ async function delivered(deliveryId: string, when: Date): Promise<void> {
   expect(await recordAttempt(env.DB, deliveryId, 0, { status: 'delivered', lastStatusCode: 204, lastError: null, nextAttemptAt: null, deliveredAt: at })).toBe(true);
 }
 
+/** Runs the daily cron at `when`; answers the `removed` of its webhook_retention log line. */
 async function runCron(when: Date): Promise<number> {
   const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
-  const handler: ExportedHandler<Env> = worker;
-  const ctx = createExecutionContext();
-  await handler.scheduled?.(createScheduledController({ scheduledTime: when.getTime(), cron: '17 3 * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
+  await runDailyCron(when);
   const line = log.mock.calls.map(([text]) => String(text)).find((text) => text.includes('"event":"webhook_retention"'));
   log.mockRestore();
   if (!line) throw new Error('no webhook_retention log line');

@@ -8,7 +8,7 @@ import { JSON_BODY_LIMIT_BYTES } from '../../src/app';
 import { uploadBatch } from '../../src/services/batches/upload';
 import { authenticateKey } from '../../src/services/merchants';
 import { readTempToken, TEMP_TOKEN_TTL_SECONDS } from '../../src/services/tokens';
-import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';
+import { ADMIN_TOKEN, apiKeyId, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { buildWorld, endpoints, type World } from '../helpers/endpoints';
 import { expectFailedEnvelope } from '../helpers/fuzz';
 import { limiterOnClock, RATE_LIMITS } from '../helpers/rate-limits';
@@ -276,14 +276,6 @@ describe('field length limits', () => {
 });
 
 describe('rate limits', () => {
-  async function keyId(merchantId: string, type: 'secret' | 'public'): Promise<string> {
-    const row = await env.DB.prepare('SELECT id FROM api_keys WHERE merchant_id = ?1 AND type = ?2 AND revoked_at IS NULL')
-      .bind(merchantId, type)
-      .first<{ id: string }>();
-    if (!row) throw new Error('no key row');
-    return row.id;
-  }
-
   afterEach(() => vi.restoreAllMocks());
 
   it.each(RATE_LIMITS)('$path: 429 with Retry-After once the key has spent its $limit per $period s; other keys unaffected; served again in the next window', async (c) => {
@@ -295,7 +287,7 @@ describe('rate limits', () => {
 
     // Spend the key's budget on the limiter, then ask once more, malformed: probes count too, so
     // the limit is checked before the body is read.
-    const id = await keyId(busy.id, c.type);
+    const id = await apiKeyId(busy.id, c.type);
     for (let i = 0; i < c.limit; i += 1) await env[c.binding].limit({ key: id });
     const limited = await call('POST', c.path, { key: busyKey, body: {} });
     expect(limited.status).toBe(429);
