@@ -1,4 +1,4 @@
-/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention (batch results, webhook history) and the idempotency window. */
+/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention (batch results, webhook history). */
 import { app } from './app';
 import type { Env } from './env';
 import { systemClock } from './lib/time';
@@ -8,10 +8,11 @@ import { CHUNK_QUEUE, DEAD_LETTER_QUEUE, WEBHOOK_DEAD_LETTER_QUEUE, WEBHOOK_QUEU
 import { consumeWebhookDeadLetters, consumeWebhookDeliveries } from './queues/webhook-consumer';
 import { isPagePath, pages } from './routes/pages';
 import { deleteExpiredResults } from './services/batches/results';
-import { sweepIdempotencyWindow } from './services/transactions/idempotency';
 import { deleteExpiredWebhookEvents } from './services/webhooks/retention';
 
 export { BatchProgress } from './durable-objects/batch-progress';
+export { LedgerShard } from './durable-objects/ledger-shard';
+export { SandboxAcquirer } from './durable-objects/sandbox-acquirer';
 
 export default {
   // Browser pages (the hosted tokenizer, the docs page's files) have headers of their own; everything else is the API.
@@ -31,8 +32,6 @@ export default {
     const clock = () => new Date(controller.scheduledTime);
     const swept = await deleteExpiredResults(env, clock);
     console.log(JSON.stringify({ level: 'info', event: 'batch_retention', swept }));
-    const cleared = await sweepIdempotencyWindow(env, clock);
-    console.log(JSON.stringify({ level: 'info', event: 'idempotency_window', cleared }));
     const removed = await deleteExpiredWebhookEvents(env, clock);
     console.log(JSON.stringify({ level: 'info', event: 'webhook_retention', removed }));
   },

@@ -51,7 +51,9 @@ export const transaction = new Hono<AppEnv>()
   },
   )
   .get('/:id', validate('param', transactionIdParamSchema), async (c) => {
-  const record = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id);
-  if (!record) throw new AppError('not_found', 'transaction not found');
-  return c.json(success(record));
+  const found = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
+  if (found.ok) return c.json(success(found.record));
+  // Past TRANSACTION_RETENTION_DAYS the record is only in the shard's archive (docs/transactions.md, "Retention").
+  if (found.reason === 'archived') throw new AppError('gone', `transaction archived: ${found.archive}`);
+  throw new AppError('not_found', 'transaction not found');
   });

@@ -167,6 +167,10 @@ export interface TransactionContext {
   ipAddress: string | null;
   /** Set for batch rows. */
   batchId?: string;
+  /** Batch rows: when the batch was created (its ledger shard's period starts then). */
+  batchCreatedAt?: string;
+  /** Batch rows: the first line of the chunk being run (the chunk's page in the batch's ledger shard). */
+  chunkFirstLine?: number;
 }
 
 export interface TransactionRequest {

@@ -33,7 +33,7 @@ export type ChunkOutcome =
   /** Another attempt holds some rows' claims: nothing written; ask again after `retryAfterSeconds`. */
   | { ok: false; reason: 'rows_in_flight'; retryAfterSeconds: number };
 
-/** A batch row's idempotency key; storage `findBatchClaims` finds a batch's rows by this shape. */
+/** A batch row's idempotency key: the line of the file, in the batch's own ledger shard. */
 export function rowIdempotencyKey(batchId: string, line: number): string {
   return `${batchId}:${line}`;
 }
@@ -62,7 +62,7 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
     env,
     caller,
     requests,
-    { source: 'batch', ipAddress: batch.ip_address, batchId: batch.id },
+    { source: 'batch', ipAddress: batch.ip_address, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: message.firstLine },
     clock,
   );
   if (outcomes.length !== requests.length) {

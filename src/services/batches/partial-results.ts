@@ -4,7 +4,7 @@
  * the batch failed is reported.
  *
  * - A chunk that finished has its result part: its lines are streamed as they are.
- * - A chunk that did not finish has none. Its rows are looked up in the transactions table by
+ * - A chunk that did not finish has none. Its rows are looked up in the batch's ledger shard by
  *   their keys `{batch}:{line}` (a row charged before the failure has its record there), and every
  *   other row gets a line with `response` `error` saying it was not processed. The uploaded file is
  *   not needed: it was deleted when the batch failed.
@@ -18,8 +18,8 @@ import { concatenatedStream } from '../../lib/concatenated-stream';
 import type { Clock } from '../../lib/time';
 import { listResultParts } from '../../storage/batch-files';
 import { findMerchantBatch, type BatchRow } from '../../storage/batches';
-import { findTransactionsByIdempotencyKeys } from '../../storage/transactions';
 import { settleBatchClaims } from '../transactions/claims';
+import { Ledger } from '../transactions/ledger';
 import { notProcessedRecord } from '../transactions/records';
 import { resultLine, rowIdempotencyKey } from './chunks';
 import { openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
@@ -44,7 +44,7 @@ export async function openPartialDownload(env: Env, caller: Caller, id: string, 
   if (live?.status !== 'failed') return { ok: false, reason: 'not_ended' };
   if (resultsExpired(env, row, live.updatedAt, clock)) return { ok: false, reason: 'expired' };
 
-  const claims = await settleBatchClaims(env, caller.merchantId, id, clock);
+  const claims = await settleBatchClaims(env, caller, { id, createdAt: row.created_at }, clock);
   if (claims.open > 0) return { ok: false, reason: 'settling', retryAfterSeconds: claims.retryAfterSeconds };
   const [chunks, parts] = await Promise.all([progress.chunkLines(), listResultParts(env.FILES, id)]);
   return { ok: true, fileName: row.file_name, body: partialStream(env, caller, row, chunks, parts), partial: true };
@@ -74,12 +74,9 @@ function partialStream(
 /** The lines of a chunk that did not finish: each row's record if it has one, else "not processed". */
 async function unfinishedChunkLines(env: Env, caller: Caller, batch: BatchRow, chunk: ChunkLines): Promise<string> {
   const keys = Array.from({ length: chunk.rows }, (_, i) => rowIdempotencyKey(batch.id, chunk.firstLine + i));
-  const records = new Map(
-    (await findTransactionsByIdempotencyKeys(env.DB, caller.merchantId, keys)).map((stored) => [
-      String(stored.record.idempotency_key),
-      stored.record,
-    ]),
-  );
+  const context = { source: 'batch' as const, ipAddress: null, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: chunk.firstLine };
+  const found = await new Ledger(env, caller.merchantId, context, new Date()).find(keys);
+  const records = new Map([...found].map(([key, stored]) => [key, stored.record]));
   let lines = '';
   for (const key of keys) {
     const record =

@@ -7,16 +7,11 @@
  * under that key: a charge the processor has is completed from its record, a charge it never
  * received is released so the key can be charged; nothing is ever charged a second time.
  */
-import type { Env } from '../../env';
+import type { Caller, Env } from '../../env';
 import type { Clock } from '../../lib/time';
+import { CLAIMED_STATUS, type StoredTransaction } from '../../storage/ledger-shard';
 import type { ProcessorRecord } from '../../storage/processors';
-import {
-  CLAIMED_STATUS,
-  completeClaims,
-  findBatchClaims,
-  releaseClaims,
-  type StoredTransaction,
-} from '../../storage/transactions';
+import { Ledger } from './ledger';
 import type { Charge, ChargeResult, PaymentProcessor } from './processors/processor';
 import { merchantProcessors, processorFor } from './processors/registry';
 import { settledRecord } from './records';
@@ -72,7 +67,7 @@ export interface ClaimSettlement {
  * the charged claims and releases the others, in one statement each.
  */
 export async function settleClaims(
-  db: D1Database,
+  ledger: Ledger,
   accounts: ProcessorAccounts,
   claims: readonly StoredTransaction[],
 ): Promise<ClaimSettlement> {
@@ -80,7 +75,7 @@ export async function settleClaims(
     claims.map(async (claim) => {
       const processor = accounts(String(claim.record.processor_id));
       if (!processor) throw new Error(`claim ${String(claim.record.id)} names an unknown processor`);
-      return processor.lookup(String(claim.record.idempotency_key));
+      return processor.lookup(String(claim.record.idempotency_key), String(claim.record.created_at));
     }),
   );
   const charged: StoredTransaction[] = [];
@@ -92,10 +87,7 @@ export async function settleClaims(
     else if (answer.value === null) neverReceived.push(claim);
     else charged.push(completed(claim, answer.value));
   });
-  const [completedIds, releasedIds] = await Promise.all([
-    completeClaims(db, charged.map((c) => c.record)),
-    releaseClaims(db, neverReceived.map((c) => String(c.record.id))),
-  ]);
+  const [completedIds, releasedIds] = await Promise.all([ledger.complete(charged), ledger.release(neverReceived)]);
   const settlement: ClaimSettlement = { completed: [], released: [], open };
   for (const claim of charged) (completedIds.has(String(claim.record.id)) ? settlement.completed : open).push(claim);
   for (const claim of neverReceived) (releasedIds.has(String(claim.record.id)) ? settlement.released : open).push(claim);
@@ -120,7 +112,7 @@ export interface HeldClaim {
  * released). If the answers cannot be written, the claims stay open until they count as abandoned.
  */
 export async function chargeClaims(
-  db: D1Database,
+  ledger: Ledger,
   accounts: ProcessorAccounts,
   held: readonly HeldClaim[],
 ): Promise<Map<string, StoredTransaction>> {
@@ -144,11 +136,11 @@ export async function chargeClaims(
   });
 
   const done = new Map<string, StoredTransaction>();
-  const written = await completeClaims(db, answered.map((c) => c.record));
+  const written = await ledger.complete(answered);
   for (const claim of answered) if (written.has(String(claim.record.id))) done.set(String(claim.record.id), claim);
   if (unanswered.length === 0) return done;
 
-  const settlement = await settleClaims(db, accounts, unanswered).catch(() => null);
+  const settlement = await settleClaims(ledger, accounts, unanswered).catch(() => null);
   for (const claim of settlement?.completed ?? []) done.set(String(claim.record.id), claim);
   if (settlement === null || settlement.completed.length < unanswered.length) throw failure;
   return done;
@@ -164,17 +156,24 @@ export interface BatchClaimsState {
  * Settles the abandoned claims of a batch's rows (its partial download does this first, so every
  * row charged is reported). Claims still fresh are left to their holders.
  */
-export async function settleBatchClaims(env: Env, merchantId: string, batchId: string, clock: Clock): Promise<BatchClaimsState> {
-  const claims = await findBatchClaims(env.DB, merchantId, batchId);
-  if (claims.length === 0) return { open: 0, retryAfterSeconds: 0 };
+export async function settleBatchClaims(
+  env: Env,
+  caller: Caller,
+  batch: { id: string; createdAt: string },
+  clock: Clock,
+): Promise<BatchClaimsState> {
   const now = clock();
+  const merchantId = caller.merchantId;
+  const ledger = new Ledger(env, merchantId, { source: 'batch', ipAddress: null, batchId: batch.id, batchCreatedAt: batch.createdAt }, now);
+  const claims = await ledger.openBatchClaims();
+  if (claims.length === 0) return { open: 0, retryAfterSeconds: 0 };
   const fresh = claims.filter((claim) => takeoverInSeconds(claim, now) > 0);
   const abandoned = claims.filter((claim) => takeoverInSeconds(claim, now) === 0);
   let retryAfterSeconds = Math.max(0, ...fresh.map((claim) => takeoverInSeconds(claim, now)));
   let open = fresh.length;
   if (abandoned.length > 0) {
     const processors = await merchantProcessors(env.DB, merchantId, clock);
-    const settlement = await settleClaims(env.DB, processorAccounts(env, processors, clock), abandoned);
+    const settlement = await settleClaims(ledger, processorAccounts(env, processors, clock), abandoned);
     open += settlement.open.length;
     // A processor that could not be asked is asked again on the next download.
     if (settlement.open.length > 0) retryAfterSeconds = Math.max(retryAfterSeconds, 5);

@@ -2,9 +2,9 @@
  * The transaction engine, shared by POST /api/transaction (one request) and the batch consumer
  * (a chunk of CSV rows): validate -> resolve the payment (card / ACH / vault) -> amounts ->
  * claim the idempotency key -> processor -> record. Work is shared across the requests of one
- * call: one idempotency query, one processor query, one bulk card-metadata call, one vault and
- * surcharge lookup per distinct value, the claims written in one statement and their answers in
- * one more (a few for very large calls).
+ * call: one ledger lookup, one processor query, one bulk card-metadata call, one vault and
+ * surcharge lookup per distinct value, the claims written in one call to the ledger shard and their
+ * answers in one more (ledger.ts says which shard).
  *
  * Every problem with a request is a value (an `invalid` outcome with its result line; an
  * `in_progress` one when another attempt holds the key); only infrastructure failures (D1 down,
@@ -20,13 +20,10 @@ import type {
   TransactionRecord,
   TransactionRequest,
 } from '../../schemas/transaction-columns';
+import type { StoredTransaction } from '../../storage/ledger-shard';
+import { findMerchantBatch } from '../../storage/batches';
+import { ledgerArchiveKey } from '../../storage/ledger-archive';
 import type { ProcessorRecord } from '../../storage/processors';
-import {
-  findTransaction,
-  findTransactionsByIdempotencyKeys,
-  insertTransactions,
-  type StoredTransaction,
-} from '../../storage/transactions';
 import {
   chargeClaims,
   isClaim,
@@ -37,7 +34,7 @@ import {
   type ProcessorAccounts,
 } from './claims';
 import { transactionDepsFromEnv } from './deps';
-import { idempotencyCutoff } from './idempotency';
+import { Ledger, archivedBy, chunkPage, parseTransactionId, shardFor } from './ledger';
 import { Resolver, type Engine, type Prepared } from './payment-resolution';
 import { merchantProcessors } from './processors/registry';
 import { invalidRecord } from './records';
@@ -55,21 +52,30 @@ export async function processTransactions(
   return runTransactions({ env, caller, deps: transactionDepsFromEnv(env, caller), clock }, requests, context);
 }
 
-/** A merchant's transaction by id; null when unknown, another merchant's, or still a claim (no outcome yet). */
-export async function getTransaction(env: Env, merchantId: string, id: string): Promise<TransactionRecord | null> {
-  const stored = await findTransaction(env.DB, merchantId, id);
-  return stored && !isClaim(stored) ? stored.record : null;
-}
+export type TransactionLookup =
+  | { ok: true; record: TransactionRecord }
+  | { ok: false; reason: 'not_found' }
+  /** Past TRANSACTION_RETENTION_DAYS: the shard was archived to R2 under `archive`. */
+  | { ok: false; reason: 'archived'; archive: string };
 
-/** The merchant's records under `keys`, by key; with `expiredBefore`, API keys past the idempotency window are freed first. */
-async function findByKeys(
-  db: D1Database,
-  merchantId: string,
-  keys: string[],
-  expiredBefore?: string,
-): Promise<Map<string, StoredTransaction>> {
-  const found = await findTransactionsByIdempotencyKeys(db, merchantId, keys, expiredBefore);
-  return new Map(found.map((stored) => [String(stored.record.idempotency_key), stored]));
+/** A merchant's transaction by id: its record; not found when unknown, another merchant's, or still a claim. */
+export async function getTransaction(env: Env, merchantId: string, id: string, clock: Clock): Promise<TransactionLookup> {
+  const parsed = parseTransactionId(id);
+  if (!parsed) return { ok: false, reason: 'not_found' };
+  let shard;
+  if (parsed.kind === 'batch') {
+    // The batch index says whose batch it is and when its shard's period began.
+    const batch = await findMerchantBatch(env.DB, merchantId, parsed.batchId);
+    if (!batch) return { ok: false, reason: 'not_found' };
+    shard = shardFor(env, { kind: 'batch', merchantId, batchId: batch.id }, batch.created_at);
+  } else {
+    shard = shardFor(env, { kind: 'api', merchantId, day: parsed.day }, `${parsed.day}T00:00:00.000Z`);
+  }
+  // Past retention the shard is archived (or about to be): the answer says where, without waking it.
+  if (archivedBy(env, shard.identity.periodStart, clock())) return { ok: false, reason: 'archived', archive: ledgerArchiveKey(shard.identity.name) };
+  const query = parsed.kind === 'batch' ? { ids: [id], exact: [], floor: [chunkPage(parsed.line)] } : { ids: [id], exact: [id], floor: [] };
+  const stored = (await shard.stub.find(shard.identity, query)).find((s) => s.record.id === id);
+  return stored && !isClaim(stored) ? { ok: true, record: stored.record } : { ok: false, reason: 'not_found' };
 }
 
 /** `processTransactions` with its dependencies given (tests pass their own `deps`). */
@@ -78,123 +84,204 @@ export async function runTransactions(
   requests: TransactionRequest[],
   context: TransactionContext,
 ): Promise<TransactionOutcome[]> {
-  const { env, caller, clock } = engine;
-  const now = clock();
-  const createdAt = isoTimestamp(now);
-  const prepared: Prepared[] = await Promise.all(
-    requests.map(async (request) => {
-      const input = normaliseInput(request.input);
-      return { request, input, hash: await requestFingerprint(env.CARD_DATA_KEY, input) };
-    }),
-  );
-  const outcomes = new Array<TransactionOutcome | undefined>(requests.length);
-  const invalid = (p: Prepared, errors: RowError[]): TransactionOutcome => ({
-    ok: false,
-    reason: 'invalid',
-    errors,
-    record: invalidRecord(p.input, errors, {
-      idempotencyKey: p.request.idempotencyKey,
-      createdAt,
-      context,
-      userName: caller.merchantName,
-    }),
-  });
-  const fromStored = (p: Prepared, stored: StoredTransaction): TransactionOutcome => {
-    // Past the idempotency window the hash is swept (''); a batch row's key still names one line of
-    // one file, so a late redelivery of its chunk replays it. (API keys past the window are freed.)
-    const sweptRowOfThisBatch =
-      stored.requestHash === '' && context.source === 'batch' && stored.batchId === (context.batchId ?? null);
-    if (stored.requestHash === p.hash || sweptRowOfThisBatch) return { ok: true, record: stored.record, replayed: true };
-    const errors = [{ field: 'Idempotency-Key', msg: 'was already used with a different request' }];
-    // A batch row always gets a result line; only the API answers a bare conflict (409).
-    if (context.source === 'batch') return invalid(p, errors);
-    return { ok: false, reason: 'idempotency_conflict', errors, record: null };
-  };
+  const run = new EngineCall(engine, context);
+  return run.process(requests);
+}
 
-  // Another attempt holds the key and may be asking the processor: this one does nothing.
-  const inProgress = (claim: StoredTransaction): TransactionOutcome => ({
-    ok: false,
-    reason: 'in_progress',
-    errors: [{ field: 'Idempotency-Key', msg: 'is in use by a request that is still being processed; retry later' }],
-    record: null,
-    takeoverInSeconds: Math.max(1, takeoverInSeconds(claim, now)),
-  });
-  // Another body under a claimed key is a conflict already; the same body waits for the outcome.
-  const answerFromRecord = (p: Prepared, stored: StoredTransaction): TransactionOutcome =>
-    isClaim(stored) && stored.requestHash === p.hash ? inProgress(stored) : fromStored(p, stored);
-  let processors: ProcessorRecord[] | null = null;
-  const loadProcessors = async () => (processors ??= await merchantProcessors(env.DB, caller.merchantId, clock));
-  let accounts: ProcessorAccounts | null = null;
-  const loadAccounts = async () => (accounts ??= processorAccounts(env, await loadProcessors(), clock));
+/**
+ * One call of the engine, step by step: fingerprint the requests, answer those already recorded
+ * (settling claims abandoned by a crashed attempt first), validate, resolve payments and amounts,
+ * claim the keys in the ledger, charge each claim once, and answer keys taken by someone else.
+ */
+class EngineCall {
+  readonly #engine: Engine;
+  readonly #context: TransactionContext;
+  readonly #now: Date;
+  readonly #createdAt: string;
+  readonly #ledger: Ledger;
+  #processors: ProcessorRecord[] | null = null;
+  #accounts: ProcessorAccounts | null = null;
 
-  // 1. Requests already recorded under their key are answered from D1, never charged again.
-  const keys = [...new Set(prepared.map((p) => p.request.idempotencyKey))];
-  const recorded = await findByKeys(env.DB, caller.merchantId, keys, idempotencyCutoff(now));
-  // A claim whose holder crashed is settled from the processor's record first (claims.ts).
-  const abandoned = [...recorded.values()].filter((stored) => isClaim(stored) && takeoverInSeconds(stored, now) === 0);
-  if (abandoned.length > 0) {
-    await settleClaims(env.DB, await loadAccounts(), abandoned);
+  constructor(engine: Engine, context: TransactionContext) {
+    this.#engine = engine;
+    this.#context = context;
+    this.#now = engine.clock();
+    this.#createdAt = isoTimestamp(this.#now);
+    this.#ledger = new Ledger(engine.env, engine.caller.merchantId, context, this.#now);
+  }
+
+  async process(requests: TransactionRequest[]): Promise<TransactionOutcome[]> {
+    const prepared = await this.#fingerprint(requests);
+    const outcomes = new Array<TransactionOutcome | undefined>(requests.length);
+
+    // 1. Requests already recorded under their key are answered from the ledger, never charged again.
+    const recorded = await this.#recorded(prepared);
+    // 2. Field validation, no I/O.
+    const valid: { index: number; tx: ValidTransaction }[] = [];
+    prepared.forEach((p, index) => {
+      const stored = recorded.get(p.request.idempotencyKey);
+      if (stored) {
+        outcomes[index] = this.#answerFromRecord(p, stored);
+        return;
+      }
+      const result = validateTransaction(p.input, this.#now);
+      if (result.ok) valid.push({ index, tx: result.value });
+      else outcomes[index] = this.#invalid(p, result.errors);
+    });
+    if (valid.length === 0) return this.#finish(outcomes);
+
+    // 3. Payment resolution and amounts, with lookups shared across requests.
+    const toClaim = await this.#resolve(prepared, valid, outcomes);
+    // 4. Claim: every request's record written in one call to its shard, in status `processing`,
+    // before any processor is asked. A key another attempt claimed first is not charged here.
+    const claimedIds = await this.#ledger.claim(toClaim.map(({ claim }) => claim.stored));
+    const held = toClaim.filter(({ claim }) => claimedIds.has(String(claim.stored.record.id)));
+    const lost = toClaim.filter(({ claim }) => !claimedIds.has(String(claim.stored.record.id)));
+    // 5. The processor, once per claim held; the answers complete the claims in one call.
+    const done = await chargeClaims(this.#ledger, await this.#loadAccounts(), held.map(({ claim }) => claim));
+    const ours = new Map<string, StoredTransaction>();
+    const unanswered: { index: number; claim: HeldClaim }[] = [...lost];
+    for (const entry of held) {
+      const record = done.get(String(entry.claim.stored.record.id));
+      if (record) {
+        outcomes[entry.index] = { ok: true, record: record.record, replayed: false };
+        ours.set(entry.claim.charge.idempotencyKey, record);
+      } else unanswered.push(entry);
+    }
+    // 6. Keys taken by someone else (or twice in this call) are answered from their current record.
+    await this.#answerTaken(prepared, unanswered, ours, outcomes);
+    return this.#finish(outcomes);
+  }
+
+  async #fingerprint(requests: TransactionRequest[]): Promise<Prepared[]> {
+    const key = this.#engine.env.CARD_DATA_KEY;
+    return Promise.all(
+      requests.map(async (request) => {
+        const input = normaliseInput(request.input);
+        // A batch row's key names one line of one file: no fingerprint is kept for it.
+        const hash = this.#context.source === 'batch' ? '' : await requestFingerprint(key, input);
+        return { request, input, hash };
+      }),
+    );
+  }
+
+  /** The records and claims under the requests' keys; claims left by a crashed attempt are settled first. */
+  async #recorded(prepared: Prepared[]): Promise<Map<string, StoredTransaction>> {
+    const keys = [...new Set(prepared.map((p) => p.request.idempotencyKey))];
+    const recorded = await this.#ledger.find(keys);
+    const abandoned = [...recorded.values()].filter((stored) => isClaim(stored) && takeoverInSeconds(stored, this.#now) === 0);
+    if (abandoned.length === 0) return recorded;
+    await settleClaims(this.#ledger, await this.#loadAccounts(), abandoned);
     const abandonedKeys = abandoned.map((claim) => String(claim.record.idempotency_key));
     for (const key of abandonedKeys) recorded.delete(key);
-    for (const [key, stored] of await findByKeys(env.DB, caller.merchantId, abandonedKeys)) recorded.set(key, stored);
+    for (const [key, stored] of await this.#ledger.find(abandonedKeys)) recorded.set(key, stored);
+    return recorded;
   }
-  const valid: { index: number; tx: ValidTransaction }[] = [];
-  prepared.forEach((p, index) => {
-    const stored = recorded.get(p.request.idempotencyKey);
-    if (stored) {
-      outcomes[index] = answerFromRecord(p, stored);
-      return;
-    }
-    // 2. Field validation, no I/O.
-    const result = validateTransaction(p.input, now);
-    if (result.ok) valid.push({ index, tx: result.value });
-    else outcomes[index] = invalid(p, result.errors);
-  });
 
-  if (valid.length > 0) {
-    // 3. Payment resolution and amounts, with lookups shared across requests.
-    const resolver = new Resolver(engine, await loadProcessors(), now, { createdAt, context });
-    const resolutions = await resolver.resolveAll(
-      valid.map(({ index, tx }) => ({ tx, prepared: prepared[index] as Prepared })),
+  async #resolve(
+    prepared: Prepared[],
+    valid: { index: number; tx: ValidTransaction }[],
+    outcomes: (TransactionOutcome | undefined)[],
+  ): Promise<{ index: number; claim: HeldClaim }[]> {
+    const ids = new Map<TransactionRequest, string>();
+    await Promise.all(
+      valid.map(async ({ index }) => {
+        const { request } = prepared[index] as Prepared;
+        ids.set(request, await this.#ledger.newId(request.idempotencyKey, request.line));
+      }),
     );
-
-    // 4. Claim: every request's record written in one statement, in status `processing`, before
-    // any processor is asked. A key another attempt claimed first is not charged here.
+    const resolver = new Resolver(this.#engine, await this.#loadProcessors(), this.#now, {
+      createdAt: this.#createdAt,
+      context: this.#context,
+      idFor: (request) => {
+        const id = ids.get(request);
+        if (id === undefined) throw new Error('no transaction id was made for a request');
+        return id;
+      },
+    });
+    const resolutions = await resolver.resolveAll(valid.map(({ index, tx }) => ({ tx, prepared: prepared[index] as Prepared })));
     const toClaim: { index: number; claim: HeldClaim }[] = [];
     resolutions.forEach((resolution, i) => {
       const { index } = valid[i] as { index: number };
       if (resolution.ok) toClaim.push({ index, claim: { stored: resolution.stored, charge: resolution.charge } });
-      else outcomes[index] = invalid(prepared[index] as Prepared, resolution.errors);
+      else outcomes[index] = this.#invalid(prepared[index] as Prepared, resolution.errors);
     });
-    const claimedIds = await insertTransactions(env.DB, toClaim.map(({ claim }) => claim.stored));
-    const held = toClaim.filter(({ claim }) => claimedIds.has(String(claim.stored.record.id)));
-    const lost = toClaim.filter(({ claim }) => !claimedIds.has(String(claim.stored.record.id)));
+    return toClaim;
+  }
 
-    // 5. The processor, once per claim held; the answers complete the claims in one statement.
-    const done = await chargeClaims(env.DB, await loadAccounts(), held.map(({ claim }) => claim));
-    const ours = new Map<string, StoredTransaction>();
-    const reread: string[] = lost.map(({ claim }) => claim.charge.idempotencyKey);
-    for (const { index, claim } of held) {
-      const record = done.get(String(claim.stored.record.id));
-      if (record) {
-        outcomes[index] = { ok: true, record: record.record, replayed: false };
-        ours.set(claim.charge.idempotencyKey, record);
-      } else reread.push(claim.charge.idempotencyKey);
-    }
-
-    // 6. Keys taken by someone else (or twice in this call) are answered from their current record.
-    const current = await findByKeys(env.DB, caller.merchantId, [...new Set(reread)].filter((key) => !ours.has(key)));
-    for (const { index } of [...lost, ...held.filter(({ claim }) => !done.has(String(claim.stored.record.id)))]) {
+  async #answerTaken(
+    prepared: Prepared[],
+    unanswered: { index: number; claim: HeldClaim }[],
+    ours: Map<string, StoredTransaction>,
+    outcomes: (TransactionOutcome | undefined)[],
+  ): Promise<void> {
+    if (unanswered.length === 0) return;
+    const keys = [...new Set(unanswered.map(({ claim }) => claim.charge.idempotencyKey))].filter((key) => !ours.has(key));
+    const current = await this.#ledger.find(keys);
+    for (const { index } of unanswered) {
       const p = prepared[index] as Prepared;
       const stored = ours.get(p.request.idempotencyKey) ?? current.get(p.request.idempotencyKey);
       outcomes[index] = stored
-        ? answerFromRecord(p, stored)
-        : invalid(p, [{ field: 'Idempotency-Key', msg: 'could not be recorded; retry the request' }]);
+        ? this.#answerFromRecord(p, stored)
+        : this.#invalid(p, [{ field: 'Idempotency-Key', msg: 'could not be recorded; retry the request' }]);
     }
   }
 
-  return outcomes.map((outcome) => {
-    if (!outcome) throw new Error('transaction engine left a request without an outcome');
-    return outcome;
-  });
+  /** Whether a stored transaction is this request's: the same fingerprint, or (batch) the same line of this batch. */
+  #sameRequest(p: Prepared, stored: StoredTransaction): boolean {
+    if (this.#context.source === 'batch') return stored.batchId === (this.#context.batchId ?? null);
+    return stored.requestHash === p.hash;
+  }
+
+  /** A request whose key is taken: the recorded answer, a conflict, or "in progress" while the holder may be charging. */
+  #answerFromRecord(p: Prepared, stored: StoredTransaction): TransactionOutcome {
+    if (this.#sameRequest(p, stored)) {
+      if (isClaim(stored)) return this.#inProgress(stored);
+      return { ok: true, record: stored.record, replayed: true };
+    }
+    const errors = [{ field: 'Idempotency-Key', msg: 'was already used with a different request' }];
+    // A batch row always gets a result line; only the API answers a bare conflict (409).
+    if (this.#context.source === 'batch') return this.#invalid(p, errors);
+    return { ok: false, reason: 'idempotency_conflict', errors, record: null };
+  }
+
+  /** Another attempt holds the key and may be asking the processor: this one does nothing. */
+  #inProgress(claim: StoredTransaction): TransactionOutcome {
+    return {
+      ok: false,
+      reason: 'in_progress',
+      errors: [{ field: 'Idempotency-Key', msg: 'is in use by a request that is still being processed; retry later' }],
+      record: null,
+      takeoverInSeconds: Math.max(1, takeoverInSeconds(claim, this.#now)),
+    };
+  }
+
+  #invalid(p: Prepared, errors: RowError[]): TransactionOutcome {
+    return {
+      ok: false,
+      reason: 'invalid',
+      errors,
+      record: invalidRecord(p.input, errors, {
+        idempotencyKey: p.request.idempotencyKey,
+        createdAt: this.#createdAt,
+        context: this.#context,
+        userName: this.#engine.caller.merchantName,
+      }),
+    };
+  }
+
+  async #loadProcessors(): Promise<ProcessorRecord[]> {
+    return (this.#processors ??= await merchantProcessors(this.#engine.env.DB, this.#engine.caller.merchantId, this.#engine.clock));
+  }
+
+  async #loadAccounts(): Promise<ProcessorAccounts> {
+    return (this.#accounts ??= processorAccounts(this.#engine.env, await this.#loadProcessors(), this.#engine.clock));
+  }
+
+  #finish(outcomes: (TransactionOutcome | undefined)[]): TransactionOutcome[] {
+    return outcomes.map((outcome) => {
+      if (!outcome) throw new Error('transaction engine left a request without an outcome');
+      return outcome;
+    });
+  }
 }

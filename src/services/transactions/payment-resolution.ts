@@ -6,12 +6,11 @@
  */
 import type { Caller, Env } from '../../env';
 import { mapWithConcurrency } from '../../lib/concurrency';
-import { randomId } from '../../lib/crypto';
 import { checkExpiration, type Expiry } from '../../lib/expiry';
 import type { Clock } from '../../lib/time';
 import type { RowError, TransactionContext, TransactionInput, TransactionRequest } from '../../schemas/transaction-columns';
 import type { ProcessorRecord } from '../../storage/processors';
-import type { StoredTransaction } from '../../storage/transactions';
+import type { StoredTransaction } from '../../storage/ledger-shard';
 import { describeVaultFailure } from '../vault/resolution';
 import { computeAmounts, needsSurchargeRule, type Amounts, type SurchargeExemption } from './amounts';
 import type {
@@ -47,6 +46,13 @@ export interface Prepared {
 export type Resolution =
   | { ok: true; stored: StoredTransaction; charge: Charge; processor: ProcessorRecord }
   | { ok: false; errors: RowError[] };
+
+/** What every record of one engine call shares, and the id each new transaction gets (ledger.ts). */
+export interface ResolverMeta {
+  createdAt: string;
+  context: TransactionContext;
+  idFor: (request: TransactionRequest) => string;
+}
 
 /** A payment as the request names it; a card still lacks its metadata (asked for in bulk). */
 type PaymentDraft = (
@@ -98,13 +104,13 @@ export class Resolver {
   readonly #engine: Engine;
   readonly #processors: ProcessorRecord[];
   readonly #now: Date;
-  readonly #meta: { createdAt: string; context: TransactionContext };
+  readonly #meta: ResolverMeta;
 
   constructor(
     engine: Engine,
     processors: ProcessorRecord[],
     now: Date,
-    meta: { createdAt: string; context: TransactionContext },
+    meta: ResolverMeta,
   ) {
     this.#engine = engine;
     this.#processors = processors;
@@ -210,13 +216,14 @@ export class Resolver {
       type: tx.type,
       amount: amounts.amount,
       idempotencyKey: prepared.request.idempotencyKey,
+      claimedAt: this.#meta.createdAt,
       payment:
         payment.kind === 'card'
           ? { kind: 'card', number: payment.number, cvc: payment.cvc, billingPostalCode: tx.contact.billing_postal_code }
           : payment,
     };
     const processed: ProcessedTransaction = {
-      id: randomId(20, 'txn_'),
+      id: this.#meta.idFor(prepared.request),
       idempotencyKey: prepared.request.idempotencyKey,
       createdAt: this.#meta.createdAt,
       context: this.#meta.context,

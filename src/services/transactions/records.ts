@@ -13,7 +13,7 @@ import type { ChargeResult } from './processors/processor';
 import type { Amounts } from './amounts';
 import type { CardMetadata } from './deps';
 import type { ProcessorRecord } from '../../storage/processors';
-import { CLAIMED_STATUS } from '../../storage/transactions';
+import { CLAIMED_STATUS } from '../../storage/ledger-shard';
 import {
   CONTACT_COLUMNS,
   TRANSACTION_TYPES,

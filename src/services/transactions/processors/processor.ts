@@ -28,6 +28,8 @@ export interface Charge {
    * window's start (the claim's `created_at` date) appended.
    */
   idempotencyKey: string;
+  /** When the engine claimed the key (ISO 8601): with the key, it names this charge for `lookup`. */
+  claimedAt: string;
 }
 
 /** 100 approved, 110 partial approval; 2xx issuer decline; 3xx gateway decline; 4xx processor error. */
@@ -51,7 +53,7 @@ export interface PaymentProcessor {
    * What the processor answered for a charge under this idempotency key, or null when it never
    * received one (a gateway's query by order id). Throws when the processor cannot be asked.
    */
-  lookup(idempotencyKey: string): Promise<ChargeResult | null>;
+  lookup(idempotencyKey: string, claimedAt: string): Promise<ChargeResult | null>;
 }
 
 /** The gateway's `response` for a response code, by range. */

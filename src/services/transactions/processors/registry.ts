@@ -15,7 +15,7 @@ import { SandboxProcessor } from './sandbox';
 export function processorFor(env: Env, processor: ProcessorRecord, clock: Clock): PaymentProcessor {
   switch (processor.type) {
     case 'sandbox':
-      return new SandboxProcessor(env.DB, processor.id, clock);
+      return new SandboxProcessor(env.SANDBOX_ACQUIRER, processor.id, clock);
   }
 }
 

@@ -7,15 +7,17 @@
  *   3. otherwise approved.
  * AVS comes from the billing postal code and CVV from cc_cvc, on every card answer an issuer gave.
  *
- * Like a gateway, it keeps what it was asked under each idempotency key (its ledger, in D1): a key
- * sent again gets its first answer, never a second charge, and `lookup` answers from the ledger.
+ * Like a gateway, it keeps what it was asked under each idempotency key: a key sent again gets its
+ * first answer, never a second charge, and `lookup` answers from that memory. The memory is the
+ * SandboxAcquirer object of the processor and the claim's UTC day (it stands for an outside system,
+ * so it is not part of the merchant's ledger).
  */
+import type { Env } from '../../../env';
 import { coalesce } from '../../../lib/coalesce';
 import { randomId } from '../../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../../lib/time';
-import { findSandboxCharges, recordSandboxCharges, type SandboxChargeEntry } from '../../../storage/sandbox-ledger';
+import type { SandboxChargeEntry } from '../../../storage/sandbox-calls';
 import type { Charge, ChargeResult, PaymentProcessor } from './processor';
-import { idempotencyCutoff } from '../idempotency';
 
 interface Decline {
   code: number;
@@ -147,45 +149,75 @@ function parseResult(json: string | undefined): ChargeResult | null {
   return json === undefined ? null : (JSON.parse(json) as ChargeResult);
 }
 
+/** The sandbox acquirer object that remembers a processor's charges claimed on one UTC day. */
+export function sandboxAcquirerName(processorId: string, day: string): string {
+  return `${processorId}/${day}`;
+}
+
+function dayOf(iso: string): string {
+  return iso.slice(0, 10);
+}
+
+function groupByDay<T>(items: readonly T[], at: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const day = dayOf(at(item));
+    groups.set(day, [...(groups.get(day) ?? []), item]);
+  }
+  return groups;
+}
+
 /**
  * One sandbox processor account (a merchant's processor record). Charges and lookups made in the
- * same turn (the rows of one chunk) share one ledger statement, so the ledger costs a batch one
- * write per row and one round trip per chunk.
+ * same turn (the rows of one chunk) share one call to the acquirer object, so its memory costs a
+ * batch one row written and one round trip per chunk.
  */
 export class SandboxProcessor implements PaymentProcessor {
   readonly type = 'sandbox' as const;
-  readonly #record: (entry: SandboxChargeEntry) => Promise<ChargeResult>;
-  readonly #find: (idempotencyKey: string) => Promise<ChargeResult | null>;
+  readonly #charge: (item: { entry: SandboxChargeEntry; claimedAt: string }) => Promise<ChargeResult>;
+  readonly #find: (item: { key: string; claimedAt: string }) => Promise<ChargeResult | null>;
 
-  constructor(db: D1Database, processorId: string, clock: Clock) {
-    this.#record = coalesce(async (entries: SandboxChargeEntry[]) => {
-      const now = clock();
-      // Keys are honoured for the engine's own idempotency window: a key the engine freed after it
-      // (an API key used again after 24 hours) is a new charge here too.
-      const stored = await recordSandboxCharges(db, processorId, entries, isoTimestamp(now), idempotencyCutoff(now));
-      return entries.map((entry) => {
-        const result = parseResult(stored.get(entry.idempotencyKey));
-        if (!result) throw new Error('the sandbox ledger did not record a charge');
+  constructor(acquirers: Env['SANDBOX_ACQUIRER'], processorId: string, clock: Clock) {
+    const acquirer = (day: string) => acquirers.getByName(sandboxAcquirerName(processorId, day));
+    this.#charge = coalesce(async (items: { entry: SandboxChargeEntry; claimedAt: string }[]) => {
+      const now = isoTimestamp(clock());
+      const answers = new Map<string, string>();
+      await Promise.all(
+        [...groupByDay(items, (item) => item.claimedAt)].map(async ([day, group]) => {
+          const claimedFrom = group.map((item) => item.claimedAt).sort()[0] ?? now;
+          const stored = await acquirer(day).charge(day, group.map((item) => item.entry), claimedFrom, now);
+          for (const [key, result] of Object.entries(stored)) answers.set(key, result);
+        }),
+      );
+      return items.map(({ entry }) => {
+        const result = parseResult(answers.get(entry.idempotencyKey));
+        if (!result) throw new Error('the sandbox acquirer did not record a charge');
         return result;
       });
     });
-    this.#find = coalesce(async (keys: string[]) => {
-      const found = await findSandboxCharges(db, processorId, keys);
-      return keys.map((key) => parseResult(found.get(key)));
+    this.#find = coalesce(async (items: { key: string; claimedAt: string }[]) => {
+      const now = isoTimestamp(clock());
+      const answers = await Promise.all(
+        items.map(async (item) => (await acquirer(dayOf(item.claimedAt)).lookup([item.key], item.claimedAt, now))[item.key]),
+      );
+      return answers.map(parseResult);
     });
   }
 
   async charge(charge: Charge): Promise<ChargeResult> {
-    return this.#record({
-      idempotencyKey: charge.idempotencyKey,
-      type: charge.type,
-      amount: charge.amount,
-      paymentType: charge.payment.kind,
-      result: JSON.stringify(sandboxDecide(charge)),
+    return this.#charge({
+      entry: {
+        idempotencyKey: charge.idempotencyKey,
+        type: charge.type,
+        amount: charge.amount,
+        paymentType: charge.payment.kind,
+        result: JSON.stringify(sandboxDecide(charge)),
+      },
+      claimedAt: charge.claimedAt,
     });
   }
 
-  async lookup(idempotencyKey: string): Promise<ChargeResult | null> {
-    return this.#find(idempotencyKey);
+  async lookup(idempotencyKey: string, claimedAt: string): Promise<ChargeResult | null> {
+    return this.#find({ key: idempotencyKey, claimedAt });
   }
 }

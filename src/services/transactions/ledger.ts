@@ -1,0 +1,266 @@
+/**
+ * Where a transaction lives (docs/architecture.md, "Capacity"). The ledger is sharded across
+ * LedgerShard Durable Objects, never one store for every merchant:
+ *
+ *   {merchant id}/batch/{batch id}   the rows of one batch file (at most BATCH_MAX_ROWS), one page per chunk
+ *   {merchant id}/api/{YYYY-MM-DD}   the merchant's POST /api/transaction requests of one UTC day
+ *
+ * A transaction id names its shard, so GET /api/transaction/{id} needs no global index:
+ *
+ *   txn_b{batch id without "bat_"}{line}     a batch row (the batch id is 20 base32 characters)
+ *   txn_a{YYYYMMDD}{20 base32 characters}    an API transaction: SHA-256 of (merchant, key), so the
+ *                                            same key on the same day always names the same id
+ *
+ * The 24-hour idempotency window of an API key spans at most two day shards: a key is looked up in
+ * today's and yesterday's, and claimed in today's. Near midnight a claim is checked once more against
+ * the neighbouring day, so two requests on either side of midnight cannot both be charged.
+ */
+import type { Env } from '../../env';
+import { isoTimestamp } from '../../lib/time';
+import type { TransactionContext } from '../../schemas/transaction-columns';
+import { CLAIMED_STATUS, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
+import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
+
+const DAY_MS = 86_400_000;
+const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
+const BATCH_ID = /^bat_([0-9a-v]{20})$/;
+const BATCH_TRANSACTION_ID = /^txn_b([0-9a-v]{20})([1-9][0-9]{0,8})$/;
+const API_TRANSACTION_ID = /^txn_a([0-9]{8})([0-9a-v]{20})$/;
+
+/** A claim made this close to midnight is checked against the neighbouring day's shard as well. */
+export const BOUNDARY_RECHECK_MS = 5 * 60_000;
+
+export type ShardKey = { kind: 'batch'; merchantId: string; batchId: string } | { kind: 'api'; merchantId: string; day: string };
+
+/** The one place a shard's name is made: the shard key is (merchant, batch) or (merchant, UTC day). */
+export function ledgerShardName(key: ShardKey): string {
+  return key.kind === 'batch' ? `${key.merchantId}/batch/${key.batchId}` : `${key.merchantId}/api/${key.day}`;
+}
+
+/** Days a shard keeps its transactions (TRANSACTION_RETENTION_DAYS, default 548). */
+export function retentionDays(env: Env): number {
+  const days = Number(env.TRANSACTION_RETENTION_DAYS);
+  return Number.isFinite(days) && days > 0 ? days : 548;
+}
+
+export function utcDay(date: Date): string {
+  return isoTimestamp(date).slice(0, 10);
+}
+
+function addDays(day: string, days: number): string {
+  return utcDay(new Date(Date.parse(`${day}T00:00:00.000Z`) + days * DAY_MS));
+}
+
+/** A batch row's page: its chunk's first line, padded so that text order is line order. */
+export function chunkPage(firstLine: number): string {
+  return String(firstLine).padStart(10, '0');
+}
+
+export function batchTransactionId(batchId: string, line: number): string {
+  const core = BATCH_ID.exec(batchId)?.[1];
+  if (!core) throw new Error('batch id has an unexpected form');
+  return `txn_b${core}${line}`;
+}
+
+export async function apiTransactionId(merchantId: string, idempotencyKey: string, day: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`${merchantId}\n${idempotencyKey}`)));
+  let hash = '';
+  for (let i = 0; i < 20; i++) hash += ID_ALPHABET[(digest[i] ?? 0) & 31];
+  return `txn_a${day.replaceAll('-', '')}${hash}`;
+}
+
+export type ParsedTransactionId = { kind: 'batch'; batchId: string; line: number } | { kind: 'api'; day: string };
+
+/** Which shard an id names; null for an id of no known form. */
+export function parseTransactionId(id: string): ParsedTransactionId | null {
+  const batch = BATCH_TRANSACTION_ID.exec(id);
+  if (batch) return { kind: 'batch', batchId: `bat_${batch[1]}`, line: Number(batch[2]) };
+  const api = API_TRANSACTION_ID.exec(id);
+  if (api?.[1]) {
+    const day = `${api[1].slice(0, 4)}-${api[1].slice(4, 6)}-${api[1].slice(6, 8)}`;
+    return Number.isNaN(Date.parse(`${day}T00:00:00.000Z`)) ? null : { kind: 'api', day };
+  }
+  return null;
+}
+
+/** When a shard's period began, for the archive test of GET /api/transaction/{id}. */
+export function archivedBy(env: Env, periodStart: string, now: Date): boolean {
+  return Date.parse(periodStart) + retentionDays(env) * DAY_MS <= now.getTime();
+}
+
+/** A shard as the caller addresses it: its stub and the identity its calls carry. */
+export interface Shard {
+  identity: ShardIdentity;
+  stub: ReturnType<Env['LEDGER_SHARD']['getByName']>;
+}
+
+export function shardFor(env: Env, key: ShardKey, periodStart: string): Shard {
+  const name = ledgerShardName(key);
+  const days = retentionDays(env);
+  const start = Date.parse(periodStart);
+  const identity: ShardIdentity = {
+    name,
+    merchantId: key.merchantId,
+    periodStart,
+    // An API shard's request hashes are needed until the window of its last transaction ends.
+    hashesClearAt: key.kind === 'api' ? isoTimestamp(new Date(start + DAY_MS + IDEMPOTENCY_WINDOW_MS)) : null,
+    archiveAt: isoTimestamp(new Date(start + days * DAY_MS)),
+  };
+  return { identity, stub: env.LEDGER_SHARD.getByName(name) };
+}
+
+function apiShard(env: Env, merchantId: string, day: string): Shard {
+  return shardFor(env, { kind: 'api', merchantId, day }, `${day}T00:00:00.000Z`);
+}
+
+function keyOf(stored: StoredTransaction): string {
+  return String(stored.record.idempotency_key);
+}
+
+/**
+ * A merchant's ledger as one engine call sees it: the batch's shard for batch rows, the day shards
+ * for API requests. Every method takes or answers StoredTransactions (a claim is one whose record
+ * has status `processing`).
+ */
+export class Ledger {
+  readonly #env: Env;
+  readonly #merchantId: string;
+  readonly #context: TransactionContext;
+  readonly #now: Date;
+
+  constructor(env: Env, merchantId: string, context: TransactionContext, now: Date) {
+    this.#env = env;
+    this.#merchantId = merchantId;
+    this.#context = context;
+    this.#now = now;
+  }
+
+  get #today(): string {
+    return utcDay(this.#now);
+  }
+
+  #batchShard(batchId: string): Shard {
+    return shardFor(this.#env, { kind: 'batch', merchantId: this.#merchantId, batchId }, this.#context.batchCreatedAt ?? isoTimestamp(this.#now));
+  }
+
+  /** The shard that holds a transaction, from its id. */
+  #shardOf(stored: StoredTransaction): Shard {
+    const parsed = parseTransactionId(String(stored.record.id));
+    if (!parsed) throw new Error('a stored transaction has an id of no known form');
+    return parsed.kind === 'batch' ? this.#batchShard(parsed.batchId) : apiShard(this.#env, this.#merchantId, parsed.day);
+  }
+
+  /** The id a new transaction under `key` gets. */
+  async newId(key: string, line: number | undefined): Promise<string> {
+    const batchId = this.#context.batchId;
+    if (this.#context.source === 'batch' && batchId !== undefined && line !== undefined) return batchTransactionId(batchId, line);
+    return apiTransactionId(this.#merchantId, key, this.#today);
+  }
+
+  /**
+   * The merchant's transactions and open claims under `keys`, by key. API keys: today's record, or
+   * yesterday's if still within its idempotency window; an open claim however old.
+   */
+  async find(keys: readonly string[]): Promise<Map<string, StoredTransaction>> {
+    const found = new Map<string, StoredTransaction>();
+    if (keys.length === 0) return found;
+    const { batchId, chunkFirstLine } = this.#context;
+    if (this.#context.source === 'batch' && batchId !== undefined) {
+      const shard = this.#batchShard(batchId);
+      const query =
+        chunkFirstLine !== undefined
+          ? { keys, exact: [chunkPage(chunkFirstLine)], floor: [] }
+          : { keys, exact: [], floor: keys.map((key) => chunkPage(Number(key.slice(key.lastIndexOf(':') + 1)))) };
+      for (const stored of await shard.stub.find(shard.identity, query)) found.set(keyOf(stored), stored);
+      return found;
+    }
+    const yesterday = addDays(this.#today, -1);
+    const [today, before] = await Promise.all([this.#findApi(keys, this.#today), this.#findApi(keys, yesterday)]);
+    const cutoff = isoTimestamp(new Date(this.#now.getTime() - IDEMPOTENCY_WINDOW_MS));
+    for (const stored of before) {
+      if (stored.record.status === CLAIMED_STATUS || String(stored.record.created_at) >= cutoff) found.set(keyOf(stored), stored);
+    }
+    for (const stored of today) found.set(keyOf(stored), stored);
+    return found;
+  }
+
+  async #findApi(keys: readonly string[], day: string): Promise<StoredTransaction[]> {
+    const shard = apiShard(this.#env, this.#merchantId, day);
+    const ids = await Promise.all(keys.map((key) => apiTransactionId(this.#merchantId, key, day)));
+    return shard.stub.find(shard.identity, { keys, exact: ids, floor: [] });
+  }
+
+  /** Claims the requests whose keys are free, before any processor is asked; answers the ids claimed. */
+  async claim(claims: readonly StoredTransaction[]): Promise<Set<string>> {
+    if (claims.length === 0) return new Set();
+    const createdAt = isoTimestamp(this.#now);
+    const { batchId, chunkFirstLine } = this.#context;
+    if (this.#context.source === 'batch' && batchId !== undefined) {
+      const shard = this.#batchShard(batchId);
+      const page = chunkPage(chunkFirstLine ?? Math.min(...claims.map((c) => c.line ?? 0)));
+      const keys = new Set(await shard.stub.claim(shard.identity, [{ page, entries: claims }], createdAt));
+      return new Set(claims.filter((c) => keys.has(keyOf(c))).map((c) => String(c.record.id)));
+    }
+    const shard = apiShard(this.#env, this.#merchantId, this.#today);
+    const requests = claims.map((stored) => ({ page: String(stored.record.id), entries: [stored] }));
+    const claimed = new Set(await shard.stub.claim(shard.identity, requests, createdAt));
+    const neighbour = this.#neighbourDay();
+    if (neighbour !== null && claimed.size > 0) {
+      // A request on the other side of midnight may have claimed the same key there meanwhile.
+      const taken = await this.#findApi([...claimed], neighbour);
+      const cutoff = isoTimestamp(new Date(this.#now.getTime() - IDEMPOTENCY_WINDOW_MS));
+      const clash = taken.filter((s) => s.record.status === CLAIMED_STATUS || String(s.record.created_at) >= cutoff).map(keyOf);
+      if (clash.length > 0) {
+        await shard.stub.release(shard.identity, clash);
+        for (const key of clash) claimed.delete(key);
+      }
+    }
+    return new Set(claims.filter((c) => claimed.has(keyOf(c))).map((c) => String(c.record.id)));
+  }
+
+  #neighbourDay(): string | null {
+    const sinceMidnight = this.#now.getTime() - Date.parse(`${this.#today}T00:00:00.000Z`);
+    if (sinceMidnight < BOUNDARY_RECHECK_MS) return addDays(this.#today, -1);
+    if (DAY_MS - sinceMidnight < BOUNDARY_RECHECK_MS) return addDays(this.#today, 1);
+    return null;
+  }
+
+  /** Writes the answers of claims still open; answers the ids written (a claim settled elsewhere is absent). */
+  async complete(records: readonly StoredTransaction[]): Promise<Set<string>> {
+    return this.#byShard(records, (shard, group) => shard.stub.complete(shard.identity, group));
+  }
+
+  /** Releases open claims whose charge never reached the processor; answers the ids released. */
+  async release(claims: readonly StoredTransaction[]): Promise<Set<string>> {
+    return this.#byShard(claims, (shard, group) => shard.stub.release(shard.identity, group.map(keyOf)));
+  }
+
+  /** The open claims of this call's batch (a failed batch's partial download settles them). */
+  async openBatchClaims(): Promise<StoredTransaction[]> {
+    const batchId = this.#context.batchId;
+    if (batchId === undefined) return [];
+    const shard = this.#batchShard(batchId);
+    return shard.stub.openClaims(shard.identity);
+  }
+
+  async #byShard(
+    items: readonly StoredTransaction[],
+    call: (shard: Shard, group: StoredTransaction[]) => Promise<string[]>,
+  ): Promise<Set<string>> {
+    const groups = new Map<string, { shard: Shard; items: StoredTransaction[] }>();
+    for (const stored of items) {
+      const shard = this.#shardOf(stored);
+      const group = groups.get(shard.identity.name) ?? { shard, items: [] };
+      group.items.push(stored);
+      groups.set(shard.identity.name, group);
+    }
+    const done = new Set<string>();
+    await Promise.all(
+      [...groups.values()].map(async ({ shard, items: group }) => {
+        const keys = new Set(await call(shard, group));
+        for (const stored of group) if (keys.has(keyOf(stored))) done.add(String(stored.record.id));
+      }),
+    );
+    return done;
+  }
+}

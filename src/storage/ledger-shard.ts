@@ -1,0 +1,301 @@
+/**
+ * The SQLite tables of a ledger shard (durable-objects/ledger-shard.ts): one merchant's
+ * transactions for one period (docs/transactions.md, "The ledger"). A shard creates and versions
+ * its own tables (`MIGRATIONS`, applied in order on first write).
+ *
+ *   claims  one row per claim: the pending records of the requests one attempt is about to send
+ *           to their processors (a batch chunk's rows, or one API request), deleted when answered
+ *   pages   the completed records, many per row: a batch chunk's records are one page (split when
+ *           a page would pass MAX_PAGE_CHARS), an API transaction is a page of its own, keyed by its id
+ *   meta    when the shard's period started, when its request hashes are cleared, when it is archived
+ *
+ * Records travel and rest as compact JSON arrays (`packRecord`): the result CSV's columns in order,
+ * then the request fields the CSV has no column for. A page holds no card number and no CVC.
+ */
+import { RESULT_COLUMNS, type TransactionRecord } from '../schemas/transaction-columns';
+
+/** A record in this status is a claim: its key is taken and the processor may be being asked. */
+export const CLAIMED_STATUS = 'processing';
+
+/** Request fields stored beside the record (the result CSV has no column for them). */
+export interface TransactionExtras {
+  base_amount: number | null;
+  surcharge: number;
+  discount_amount: number;
+  surcharge_exempt: boolean;
+  email_receipt: boolean;
+  description: string | null;
+  card_brand: string | null;
+}
+
+/** A transaction as the ledger keeps it: a claim (record status `processing`) or a completed record. */
+export interface StoredTransaction {
+  record: TransactionRecord;
+  merchantId: string;
+  /** The request's fingerprint (API transactions, within the idempotency window); '' when not kept. */
+  requestHash: string;
+  batchId: string | null;
+  line: number | null;
+  extras: TransactionExtras;
+}
+
+const EXTRA_COLUMNS = [
+  'base_amount',
+  'surcharge',
+  'discount_amount',
+  'surcharge_exempt',
+  'email_receipt',
+  'description',
+  'card_brand',
+] as const satisfies readonly (keyof TransactionExtras)[];
+
+/** A record at rest: [request hash, batch id, line, ...result columns, ...extras]. */
+type PackedRecord = unknown[];
+const HEAD = 3;
+
+export function packRecord(tx: StoredTransaction): PackedRecord {
+  return [
+    tx.requestHash,
+    tx.batchId,
+    tx.line,
+    ...RESULT_COLUMNS.map((column) => tx.record[column]),
+    ...EXTRA_COLUMNS.map((column) => tx.extras[column]),
+  ];
+}
+
+export function unpackRecord(merchantId: string, packed: PackedRecord): StoredTransaction {
+  const record = {} as Record<string, unknown>;
+  RESULT_COLUMNS.forEach((column, i) => (record[column] = packed[HEAD + i] ?? null));
+  const extras = {} as Record<string, unknown>;
+  EXTRA_COLUMNS.forEach((column, i) => (extras[column] = packed[HEAD + RESULT_COLUMNS.length + i] ?? null));
+  return {
+    record: record as unknown as TransactionRecord,
+    merchantId,
+    requestHash: typeof packed[0] === 'string' ? packed[0] : '',
+    batchId: typeof packed[1] === 'string' ? packed[1] : null,
+    line: typeof packed[2] === 'number' ? packed[2] : null,
+    extras: extras as unknown as TransactionExtras,
+  };
+}
+
+/** A record with its request hash left out (past the idempotency window, and in the archive). */
+export function withoutHash(packed: PackedRecord): PackedRecord {
+  return ['', ...packed.slice(1)];
+}
+
+/** The shard's tables, in order; version N is the first N steps. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS meta (
+     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+     schema_version INTEGER NOT NULL,
+     name TEXT NOT NULL,
+     period_start TEXT NOT NULL,
+     hashes_clear_at TEXT,
+     archive_at TEXT NOT NULL
+   );
+   CREATE TABLE IF NOT EXISTS claims (
+     id INTEGER PRIMARY KEY,
+     page TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     entries TEXT NOT NULL
+   );
+   CREATE TABLE IF NOT EXISTS pages (
+     page TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     records TEXT NOT NULL,
+     PRIMARY KEY (page, seq)
+   ) WITHOUT ROWID;`,
+];
+export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Keeps one page row well under Durable Object SQLite's 2 MB per row. */
+const MAX_PAGE_CHARS = 1_000_000;
+
+export interface ShardMeta {
+  name: string;
+  periodStart: string;
+  hashesClearAt: string | null;
+  archiveAt: string;
+}
+
+/** Who a shard is (services/transactions/ledger.ts names it); every call carries it, and the first write keeps it. */
+export interface ShardIdentity extends ShardMeta {
+  merchantId: string;
+}
+
+/**
+ * Pages looked up by name (`exact`) or as the page at or below a value (`floor`); the answer holds
+ * the records and open claims under `keys` (idempotency keys) and the records with `ids`.
+ */
+export interface ShardQuery {
+  keys?: readonly string[];
+  ids?: readonly string[];
+  exact: readonly string[];
+  floor: readonly string[];
+}
+
+/** Requests to claim together, all of one page. */
+export interface ClaimRequest {
+  page: string;
+  entries: readonly StoredTransaction[];
+}
+
+/** What a shard's retention did. */
+export interface RetentionOutcome {
+  archived: boolean;
+  key: string | null;
+  lines: number;
+  hashesCleared: number;
+}
+
+export function hasTables(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
+}
+
+/** Creates or upgrades the tables and writes the shard's meta row; answers the meta in force. */
+export function initialiseShard(sql: SqlStorage, meta: ShardMeta): ShardMeta {
+  const version = hasTables(sql)
+    ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0)
+    : 0;
+  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  sql.exec(
+    `INSERT INTO meta (singleton, schema_version, name, period_start, hashes_clear_at, archive_at) VALUES (1, ?, ?, ?, ?, ?)
+     ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,
+    LEDGER_SCHEMA_VERSION,
+    meta.name,
+    meta.periodStart,
+    meta.hashesClearAt,
+    meta.archiveAt,
+  );
+  return readMeta(sql) ?? meta;
+}
+
+export function readMeta(sql: SqlStorage): ShardMeta | null {
+  if (!hasTables(sql)) return null;
+  const row = sql
+    .exec<{ name: string; period_start: string; hashes_clear_at: string | null; archive_at: string }>('SELECT * FROM meta')
+    .toArray()[0];
+  return row ? { name: row.name, periodStart: row.period_start, hashesClearAt: row.hashes_clear_at, archiveAt: row.archive_at } : null;
+}
+
+export function markHashesCleared(sql: SqlStorage): void {
+  sql.exec('UPDATE meta SET hashes_clear_at = NULL');
+}
+
+// == Claims ==================================================================================
+
+export interface ClaimRow {
+  id: number;
+  page: string;
+  createdAt: string;
+  entries: StoredTransaction[];
+}
+
+export function listClaims(sql: SqlStorage, merchantId: string): ClaimRow[] {
+  if (!hasTables(sql)) return [];
+  return sql
+    .exec<{ id: number; page: string; created_at: string; entries: string }>('SELECT * FROM claims ORDER BY id')
+    .toArray()
+    .map((row) => ({
+      id: row.id,
+      page: row.page,
+      createdAt: row.created_at,
+      entries: (JSON.parse(row.entries) as PackedRecord[]).map((packed) => unpackRecord(merchantId, packed)),
+    }));
+}
+
+export function insertClaim(sql: SqlStorage, page: string, createdAt: string, entries: readonly StoredTransaction[]): number {
+  const row = sql
+    .exec<{ id: number }>(
+      'INSERT INTO claims (page, created_at, entries) VALUES (?, ?, ?) RETURNING id',
+      page,
+      createdAt,
+      JSON.stringify(entries.map(packRecord)),
+    )
+    .one();
+  return row.id;
+}
+
+/** Rewrites a claim with the entries still open, or deletes it when none are. */
+export function updateClaim(sql: SqlStorage, id: number, entries: readonly StoredTransaction[]): void {
+  if (entries.length === 0) sql.exec('DELETE FROM claims WHERE id = ?', id);
+  else sql.exec('UPDATE claims SET entries = ? WHERE id = ?', JSON.stringify(entries.map(packRecord)), id);
+}
+
+// == Pages ===================================================================================
+
+/** Appends completed records to a page (one row per ~1 MB of records). */
+export function appendToPage(sql: SqlStorage, page: string, records: readonly StoredTransaction[]): void {
+  let seq = sql.exec<{ next: number }>('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM pages WHERE page = ?', page).one().next;
+  let current: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (current.length === 0) return;
+    sql.exec('INSERT INTO pages (page, seq, records) VALUES (?, ?, ?)', page, seq++, `[${current.join(',')}]`);
+    current = [];
+    size = 0;
+  };
+  for (const record of records) {
+    const json = JSON.stringify(packRecord(record));
+    if (size + json.length > MAX_PAGE_CHARS) flush();
+    current.push(json);
+    size += json.length + 1;
+  }
+  flush();
+}
+
+/**
+ * The records of pages: `exact` pages by name, and for each `floor` value the page with the
+ * greatest name not above it (a batch row's line finds its chunk's page this way).
+ */
+export function readPages(
+  sql: SqlStorage,
+  merchantId: string,
+  pages: { exact: readonly string[]; floor: readonly string[] },
+): StoredTransaction[] {
+  if (!hasTables(sql)) return [];
+  const names = new Set(pages.exact);
+  for (const value of pages.floor) {
+    const found = sql.exec<{ page: string | null }>('SELECT MAX(page) AS page FROM pages WHERE page <= ?', value).one().page;
+    if (found !== null) names.add(found);
+  }
+  if (names.size === 0) return [];
+  const rows = sql
+    .exec<{ records: string }>('SELECT records FROM pages WHERE page IN (SELECT value FROM json_each(?)) ORDER BY page, seq', JSON.stringify([...names]))
+    .toArray();
+  return rows.flatMap((row) => (JSON.parse(row.records) as PackedRecord[]).map((packed) => unpackRecord(merchantId, packed)));
+}
+
+/** Drops the request hashes kept in every page (the idempotency window is over). */
+export function clearPageHashes(sql: SqlStorage): number {
+  let changed = 0;
+  const rows = sql.exec<{ page: string; seq: number; records: string }>(`SELECT * FROM pages WHERE records NOT LIKE '[["",%'`).toArray();
+  for (const row of rows) {
+    const records = (JSON.parse(row.records) as PackedRecord[]).map(withoutHash);
+    sql.exec('UPDATE pages SET records = ? WHERE page = ? AND seq = ?', JSON.stringify(records), row.page, row.seq);
+    changed++;
+  }
+  return changed;
+}
+
+/** Every page, in order, `limit` rows at a time from `after` (the archive's reader). */
+export function pageBatch(sql: SqlStorage, after: { page: string; seq: number } | null, limit: number): { page: string; seq: number; records: string }[] {
+  return after === null
+    ? sql.exec<{ page: string; seq: number; records: string }>('SELECT * FROM pages ORDER BY page, seq LIMIT ?', limit).toArray()
+    : sql
+        .exec<{ page: string; seq: number; records: string }>(
+          'SELECT * FROM pages WHERE (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?',
+          after.page,
+          after.seq,
+          limit,
+        )
+        .toArray();
+}
+
+/** The archive's line for a packed record: the record's columns and extras as one JSON object, no request hash. */
+export function archiveLine(merchantId: string, packed: PackedRecord): string {
+  const stored = unpackRecord(merchantId, packed);
+  return JSON.stringify({ ...stored.record, batch_id: stored.batchId, line: stored.line, ...stored.extras });
+}
+
+export type { PackedRecord };
