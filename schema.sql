@@ -197,120 +197,13 @@ CREATE TABLE IF NOT EXISTS processors (
 CREATE INDEX IF NOT EXISTS processors_merchant ON processors(merchant_id);
 CREATE UNIQUE INDEX IF NOT EXISTS processors_one_default ON processors(merchant_id) WHERE is_default = 1;
 
--- One row per processed transaction: the result CSV's columns plus what the CSV cannot show.
--- masked_account keeps the first 6 (or 8) and last 4 digits; no full card number, no CVC.
-CREATE TABLE IF NOT EXISTS transactions (
-  id TEXT PRIMARY KEY,
-  merchant_id TEXT NOT NULL REFERENCES merchants(id),
-  idempotency_key TEXT NOT NULL,
-  -- HMAC-SHA256 (key derived from CARD_DATA_KEY) of the canonical request, CVC left out: a replay with
-  -- another body is refused. '' once the 24-hour idempotency window has passed (src/services/idempotency.ts).
-  request_hash TEXT NOT NULL,
-  batch_id TEXT,
-  line INTEGER,
-  user_name TEXT,
-  type TEXT NOT NULL,
-  transaction_source TEXT NOT NULL,
-  ip_address TEXT,
-  amount INTEGER NOT NULL,
-  amount_authorized INTEGER NOT NULL,
-  amount_captured INTEGER NOT NULL,
-  amount_settled INTEGER NOT NULL,
-  tip INTEGER NOT NULL,
-  service_fee INTEGER NOT NULL,
-  tax_amount INTEGER NOT NULL,
-  tax_exempt INTEGER NOT NULL,
-  shipping_amount INTEGER NOT NULL,
-  po_number TEXT,
-  order_id TEXT,
-  settlement_batch_id TEXT,
-  referenced_transaction_id TEXT,
-  payment_method TEXT NOT NULL,
-  payment_type TEXT NOT NULL,
-  response TEXT NOT NULL,
-  response_code INTEGER NOT NULL,
-  status TEXT NOT NULL,
-  processor_type TEXT,
-  processor_id TEXT,
-  processor_name TEXT,
-  subscription_id TEXT,
-  currency_iso_code TEXT NOT NULL,
-  customer_id TEXT,
-  email_address TEXT,
-  billing_first_name TEXT,
-  billing_last_name TEXT,
-  billing_company TEXT,
-  billing_address_line_1 TEXT,
-  billing_address_line_2 TEXT,
-  billing_city TEXT,
-  billing_state TEXT,
-  billing_postal_code TEXT,
-  billing_country TEXT,
-  billing_email TEXT,
-  billing_phone TEXT,
-  billing_fax TEXT,
-  shipping_first_name TEXT,
-  shipping_last_name TEXT,
-  shipping_company TEXT,
-  shipping_address_line_1 TEXT,
-  shipping_address_line_2 TEXT,
-  shipping_city TEXT,
-  shipping_state TEXT,
-  shipping_postal_code TEXT,
-  shipping_country TEXT,
-  shipping_email TEXT,
-  shipping_phone TEXT,
-  shipping_fax TEXT,
-  created_at TEXT NOT NULL,
-  captured_at TEXT,
-  settled_at TEXT,
-  card_type TEXT,
-  entry_type TEXT,
-  masked_account TEXT,
-  expiration TEXT,
-  auth_code TEXT,
-  processor_response_code TEXT,
-  processor_response_text TEXT,
-  sec_code TEXT,
-  account_type TEXT,
-  avs_response_code TEXT,
-  cvv_response_code TEXT,
-  -- Request fields the result CSV has no column for.
-  base_amount INTEGER,
-  surcharge INTEGER NOT NULL,
-  discount_amount INTEGER NOT NULL,
-  surcharge_exempt INTEGER NOT NULL,
-  email_receipt INTEGER NOT NULL,
-  description TEXT,
-  card_brand TEXT,
-  UNIQUE (merchant_id, idempotency_key)
-);
--- A batch's rows are found by their keys ('{batch id}:{line}', a range of the unique index above),
--- not by an index on batch_id, which cost every batch row one more D1 row written (docs/cost.md).
--- Dropped here so that a database made by an earlier schema.sql loses it too.
-DROP INDEX IF EXISTS transactions_batch;
--- The daily sweep of the idempotency window finds the rows still holding a request hash by age.
-CREATE INDEX IF NOT EXISTS transactions_hash_expiry ON transactions(created_at) WHERE request_hash <> '';
--- Claims: a transactions row is written before its processor is asked, with status (and response)
--- 'processing', response_code 0 and the answer's columns empty; the answer completes it in place.
--- Such a row is never answered as a record (docs/transactions.md, "Idempotency").
-
--- The sandbox processor's own ledger (src/storage/sandbox-ledger.ts), as a gateway keeps its
--- transactions by order id: what it was asked under each idempotency key and its answer (JSON of
--- codes and texts; no card data). A key sent again gets the first answer; charge_calls and
--- lookup_calls count how often the key was sent and looked up.
-CREATE TABLE IF NOT EXISTS sandbox_charges (
-  processor_id TEXT NOT NULL,
-  idempotency_key TEXT NOT NULL,
-  type TEXT NOT NULL,
-  amount INTEGER NOT NULL,
-  payment_type TEXT NOT NULL CHECK (payment_type IN ('card', 'ach')),
-  result TEXT NOT NULL,
-  charge_calls INTEGER NOT NULL DEFAULT 1,
-  lookup_calls INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL,
-  PRIMARY KEY (processor_id, idempotency_key)
-) WITHOUT ROWID;
+-- No table here grows with the number of transactions. The ledger (every transaction, its claim
+-- and its record) lives in LedgerShard Durable Objects, one per batch file and one per merchant and
+-- UTC day of API transactions; the sandbox processor's memory in SandboxAcquirer objects, one per
+-- processor and day (docs/architecture.md, "Capacity"). The tables an earlier schema.sql made for
+-- them are dropped, so that a local database made before the ledger moved holds no such rows.
+DROP TABLE IF EXISTS transactions;
+DROP TABLE IF EXISTS sandbox_charges;
 
 -- == Batches =================================================================================
 

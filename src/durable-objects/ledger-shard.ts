@@ -98,70 +98,53 @@ export class LedgerShard extends DurableObject<Env> {
     await this.#ensure(shard);
     const claims = this.#open(shard.merchantId);
     const sql = this.ctx.storage.sql;
-    const claimed: string[] = [];
+    const made: { claimId: number; page: string; free: StoredTransaction[] }[] = [];
+    // Memory follows SQLite only once the transaction has committed: a failed write claims nothing.
     this.ctx.storage.transactionSync(() => {
+      const seen = new Set<string>();
       for (const { page, entries } of requests) {
         const recorded = new Set(readPages(sql, shard.merchantId, { exact: [page], floor: [] }).map(keyOf));
-        const seen = new Set<string>();
         const free = entries.filter((stored) => {
           const key = keyOf(stored);
           if (claims.has(key) || recorded.has(key) || seen.has(key)) return false;
           seen.add(key);
           return true;
         });
-        if (free.length === 0) continue;
-        const claimId = insertClaim(sql, page, createdAt, free);
-        this.#claimRows.set(claimId, { page, createdAt, keys: new Set(free.map(keyOf)) });
-        for (const stored of free) {
-          claims.set(keyOf(stored), { claimId, stored });
-          claimed.push(keyOf(stored));
-        }
+        if (free.length > 0) made.push({ claimId: insertClaim(sql, page, createdAt, free), page, free });
       }
     });
+    const claimed: string[] = [];
+    for (const { claimId, page, free } of made) {
+      this.#claimRows.set(claimId, { page, createdAt, keys: new Set(free.map(keyOf)) });
+      for (const stored of free) {
+        claims.set(keyOf(stored), { claimId, stored });
+        claimed.push(keyOf(stored));
+      }
+    }
     return claimed;
   }
 
   /** Writes the records of claims still open (their page, one row per claim) and closes those claims; answers the keys written. */
   async complete(shard: ShardIdentity, records: readonly StoredTransaction[]): Promise<string[]> {
-    const claims = this.#open(shard.merchantId);
-    const byClaim = new Map<number, StoredTransaction[]>();
-    for (const stored of records) {
-      const claim = claims.get(keyOf(stored));
-      if (!claim) continue;
-      const list = byClaim.get(claim.claimId) ?? [];
-      list.push(stored);
-      byClaim.set(claim.claimId, list);
-    }
-    const written: string[] = [];
+    const byClaim = this.#byClaim(shard, records);
     this.ctx.storage.transactionSync(() => {
       for (const [claimId, list] of byClaim) {
         const row = this.#claimRows.get(claimId);
-        if (!row) continue;
-        appendToPage(this.ctx.storage.sql, row.page, list);
-        for (const stored of list) written.push(keyOf(stored));
-        this.#close(claimId, list.map(keyOf));
+        if (row) appendToPage(this.ctx.storage.sql, row.page, list);
+        this.#writeClose(claimId, list.map(keyOf));
       }
     });
-    return written;
+    return this.#forget(byClaim);
   }
 
   /** Drops open claims whose charge never reached the processor (their keys are free again); answers the keys released. */
   async release(shard: ShardIdentity, keys: readonly string[]): Promise<string[]> {
     const claims = this.#open(shard.merchantId);
-    const byClaim = new Map<number, string[]>();
-    for (const key of keys) {
-      const claim = claims.get(key);
-      if (!claim) continue;
-      byClaim.set(claim.claimId, [...(byClaim.get(claim.claimId) ?? []), key]);
-    }
-    const released: string[] = [];
+    const byClaim = this.#byClaim(shard, keys.flatMap((key) => claims.get(key)?.stored ?? []));
     this.ctx.storage.transactionSync(() => {
-      for (const [claimId, list] of byClaim) {
-        this.#close(claimId, list);
-        released.push(...list);
-      }
+      for (const [claimId, list] of byClaim) this.#writeClose(claimId, list.map(keyOf));
     });
-    return released;
+    return this.#forget(byClaim);
   }
 
   /** Every open claim (a failed batch's partial download settles them first). */
@@ -169,21 +152,40 @@ export class LedgerShard extends DurableObject<Env> {
     return [...this.#open(shard.merchantId).values()].map((claim) => claim.stored);
   }
 
-  /** Takes keys out of a claim: the row is rewritten with what stays open, or deleted. */
-  #close(claimId: number, keys: readonly string[]): void {
-    const row = this.#claimRows.get(claimId);
-    const claims = this.#claims;
-    if (!row || !claims) return;
-    for (const key of keys) {
-      row.keys.delete(key);
-      claims.delete(key);
+  /** The given transactions whose keys are open claims, grouped by claim. */
+  #byClaim(shard: ShardIdentity, items: readonly StoredTransaction[]): Map<number, StoredTransaction[]> {
+    const claims = this.#open(shard.merchantId);
+    const byClaim = new Map<number, StoredTransaction[]>();
+    for (const stored of items) {
+      const claim = claims.get(keyOf(stored));
+      if (!claim) continue;
+      byClaim.set(claim.claimId, [...(byClaim.get(claim.claimId) ?? []), stored]);
     }
-    const remaining = [...row.keys].flatMap((key) => {
-      const claim = claims.get(key);
-      return claim ? [claim.stored] : [];
-    });
+    return byClaim;
+  }
+
+  /** Rewrites a claim's row with the entries that stay open once `keys` leave it, or deletes it. */
+  #writeClose(claimId: number, keys: readonly string[]): void {
+    const row = this.#claimRows.get(claimId);
+    if (!row || !this.#claims) return;
+    const leaving = new Set(keys);
+    const remaining = [...row.keys].filter((key) => !leaving.has(key)).flatMap((key) => this.#claims?.get(key)?.stored ?? []);
     updateClaim(this.ctx.storage.sql, claimId, remaining);
-    if (remaining.length === 0) this.#claimRows.delete(claimId);
+  }
+
+  /** After a committed close: the keys leave the claims in memory; answers them. */
+  #forget(byClaim: Map<number, StoredTransaction[]>): string[] {
+    const done: string[] = [];
+    for (const [claimId, list] of byClaim) {
+      const row = this.#claimRows.get(claimId);
+      for (const stored of list) {
+        row?.keys.delete(keyOf(stored));
+        this.#claims?.delete(keyOf(stored));
+        done.push(keyOf(stored));
+      }
+      if (row && row.keys.size === 0) this.#claimRows.delete(claimId);
+    }
+    return done;
   }
 
   /**

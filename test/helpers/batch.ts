@@ -9,6 +9,7 @@ import type { ChunkMessage } from '../../src/schemas/queue';
 import { uploadBatch } from '../../src/services/batches/upload';
 import { authenticateKey } from '../../src/services/merchants';
 import { call } from './api';
+import { batchShardName, shardEntryList } from './ledger';
 
 /** Tests that wait on the real queue get room for a busy machine (vitest's default is 5 s). */
 export const QUEUE_TEST_TIMEOUT = 60_000;
@@ -124,8 +125,9 @@ export async function deliver(queue: string, bodies: unknown[], attempts = 1): P
 
 /** Transactions the engine recorded for a batch, and how many distinct rows (idempotency keys) they cover. */
 export async function recordedTransactions(batchId: string): Promise<{ count: number; keys: number }> {
-  const row = await env.DB.prepare('SELECT COUNT(*) AS count, COUNT(DISTINCT idempotency_key) AS keys FROM transactions WHERE batch_id = ?1')
-    .bind(batchId)
-    .first<{ count: number; keys: number }>();
-  return row ?? { count: 0, keys: 0 };
+  const merchantId = await env.DB.prepare('SELECT merchant_id FROM batches WHERE id = ?1').bind(batchId).first<string>('merchant_id');
+  if (merchantId === null) return { count: 0, keys: 0 };
+  // The batch's ledger shard: its records and open claims (a key claimed or recorded twice would count twice).
+  const entries = (await shardEntryList(batchShardName(merchantId, batchId))).filter((stored) => stored.batchId === batchId);
+  return { count: entries.length, keys: new Set(entries.map((stored) => stored.record.idempotency_key)).size };
 }

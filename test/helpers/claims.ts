@@ -1,18 +1,35 @@
 /**
- * Helpers for claim-before-charge tests: the sandbox processor's ledger (what it was asked, how
- * often), chunk deliveries at a chosen time, and faults injected into the real D1 with triggers.
+ * Helpers for claim-before-charge tests: the sandbox processor's memory (what it was asked, how
+ * often), chunk deliveries at a chosen time, and faults injected into the real D1 with triggers
+ * (the ledger shards' own: test/helpers/ledger.ts).
  */
 import { env } from 'cloudflare:workers';
 import { createExecutionContext, createMessageBatch, getQueueResult, type QueueResult } from 'cloudflare:test';
 import type { Clock } from '../../src/lib/time';
 import { consumeChunks } from '../../src/queues/chunk-consumer';
+import { utcDay } from '../../src/services/transactions/ledger';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
-import { listSandboxLedger, type SandboxLedgerRow } from '../../src/storage/sandbox-ledger';
+import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
+import type { SandboxLedgerRow } from '../../src/storage/sandbox-calls';
 
-/** What the merchant's default sandbox processor recorded, keyed by idempotency key. */
+/**
+ * What the merchant's default sandbox processor recorded, keyed by idempotency key: its acquirer
+ * objects of the days around today (tests move their clocks by hours, never by days beyond these).
+ */
 export async function ledger(merchantId: string, keyPrefix = ''): Promise<Map<string, SandboxLedgerRow>> {
-  const rows = await listSandboxLedger(env.DB, defaultSandboxProcessorId(merchantId));
-  return new Map(rows.filter((row) => row.idempotencyKey.startsWith(keyPrefix)).map((row) => [row.idempotencyKey, row]));
+  const processorId = defaultSandboxProcessorId(merchantId);
+  const rows: SandboxLedgerRow[] = [];
+  for (let offset = -2; offset <= 3; offset++) {
+    const day = utcDay(new Date(Date.now() + offset * 86_400_000));
+    rows.push(...(await env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(processorId, day)).list()));
+  }
+  const found = new Map<string, SandboxLedgerRow>();
+  for (const row of rows.filter((r) => r.idempotencyKey.startsWith(keyPrefix))) {
+    const seen = found.get(row.idempotencyKey);
+    // A key charged again on another day (after its 24-hour window) is another charge: counted together.
+    found.set(row.idempotencyKey, seen ? { ...seen, chargeCalls: seen.chargeCalls + row.chargeCalls, lookupCalls: seen.lookupCalls + row.lookupCalls } : row);
+  }
+  return found;
 }
 
 /** The auth code the processor answered for a key (its ledger keeps the answer as JSON). */

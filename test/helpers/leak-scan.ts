@@ -9,6 +9,7 @@
  */
 import { listDurableObjectIds, runInDurableObject } from 'cloudflare:test';
 import { vi } from 'vitest';
+import { objectRowsAsText } from './ledger';
 
 export interface Secrets {
   /** Full card numbers, digits only. */
@@ -192,4 +193,10 @@ function safeStringify(value: unknown): string {
 /** A readable failure message: one line per finding. */
 export function describeFindings(findings: Finding[]): string {
   return findings.map((f) => `${f.kind} in ${f.where}: …${f.context}…`).join('\n');
+}
+
+/** Every row of a Durable Object's SQLite tables (a ledger shard, a sandbox acquirer). */
+export async function scanObject(stub: DurableObjectStub, label: string, secrets: Secrets): Promise<Finding[]> {
+  const rows = await objectRowsAsText(stub);
+  return rows.flatMap((row) => findSecrets(row.text, secrets, `${label} ${row.where}`));
 }

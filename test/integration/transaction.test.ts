@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESULT_COLUMNS } from '../../src/schemas/transaction-columns';
 import { admin, call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 import { ISSUER_DECLINE_CARDS } from '../helpers/sandbox';
-import { d1Tables, describeFindings, findSecrets, scanD1 } from '../helpers/leak-scan';
+import { d1Tables, describeFindings, findSecrets, scanD1, scanObject } from '../helpers/leak-scan';
+import { apiShardName, shardEntries, shardRowCounts } from '../helpers/ledger';
+import { utcDay } from '../../src/services/transactions/ledger';
+import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
+import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 
@@ -124,7 +128,8 @@ describe('the transaction record', () => {
       avs_response_code: 'Y',
       cvv_response_code: 'M',
     });
-    expect(data.id).toMatch(/^txn_[a-z0-9]{20}$/);
+    // An API transaction id names its ledger shard: the UTC day, then 20 characters of the key's hash (docs/transactions.md).
+    expect(data.id).toMatch(/^txn_a[0-9]{8}[0-9a-v]{20}$/);
     expect(data.idempotency_key).toMatch(/^auto_/);
     expect(data.auth_code).toMatch(/^[A-Z0-9]{6}$/);
     expect(data.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -361,8 +366,8 @@ describe('idempotency', () => {
     expect(again.status).toBe(200);
     expect(again.headers.get('Idempotent-Replayed')).toBe('true');
     expect((await again.json<Envelope<TxRecord>>()).data).toEqual(original);
-    const rows = await env.DB.prepare('SELECT COUNT(*) AS n FROM transactions WHERE idempotency_key = ?1').bind('order-1001').first<{ n: number }>();
-    expect(rows?.n).toBe(1);
+    // One record in the merchant's ledger shard of the day, one page row for it.
+    expect([...(await shardEntries(apiShardName(shop.id))).keys()].filter((key) => key === 'order-1001')).toHaveLength(1);
   });
 
   it('answers 409 for the same key with a different body', async () => {
@@ -475,7 +480,7 @@ describe('vault payments', () => {
 });
 
 describe('card data', () => {
-  it('keeps no full card number, account number or CVC in any D1 table, answer or log line', async () => {
+  it('keeps no full card number, account number or CVC in any D1 table, ledger shard, processor memory, answer or log line', async () => {
     const cards = ['4242424242424242', '5105105105105100', '371449635398431'];
     const answers: string[] = [];
     for (const [i, number] of cards.entries()) {
@@ -488,10 +493,14 @@ describe('card data', () => {
 
     const secrets = { cardNumbers: [...cards, '4242424242424241', '55501234567', VISA, '4000000000000002'], cvcs: ['739', '7391'] };
     const findings = answers.flatMap((answer, i) => findSecrets(answer, secrets, `answer ${i}`));
-    expect(await d1Tables(env.DB)).toContain('transactions');
+    expect(await d1Tables(env.DB)).toContain('merchants');
     findings.push(...(await scanD1(env.DB, secrets)));
-    const masked = await env.DB.prepare("SELECT masked_account FROM transactions WHERE idempotency_key = 'scan-2'").first();
-    expect(masked).toEqual({ masked_account: '371449*****8431' });
+    const shard = apiShardName(shop.id);
+    expect(await shardRowCounts(shard)).toMatchObject({ pages: expect.any(Number) });
+    findings.push(...(await scanObject(env.LEDGER_SHARD.getByName(shard), 'ledger shard', secrets)));
+    const acquirer = env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(defaultSandboxProcessorId(shop.id), utcDay(new Date())));
+    findings.push(...(await scanObject(acquirer, 'sandbox acquirer', secrets)));
+    expect((await shardEntries(shard)).get('scan-2')?.record.masked_account).toBe('371449*****8431');
 
     findings.push(...findSecrets(logged.join('\n'), secrets, 'console'));
     expect(findings, describeFindings(findings)).toEqual([]);

@@ -1,0 +1,99 @@
+/**
+ * Reading the ledger as tests need it: the records and claims of a shard (the objects' own SQLite,
+ * read inside the object with runInDurableObject), the names of a merchant's shards, every table of
+ * an object as text (for leak scans), and faults injected into a shard's SQLite with triggers.
+ */
+import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { ledgerShardName, utcDay } from '../../src/services/transactions/ledger';
+import { unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
+
+export function batchShardName(merchantId: string, batchId: string): string {
+  return ledgerShardName({ kind: 'batch', merchantId, batchId });
+}
+
+export function apiShardName(merchantId: string, day: string = utcDay(new Date())): string {
+  return ledgerShardName({ kind: 'api', merchantId, day });
+}
+
+function shard(name: string) {
+  return env.LEDGER_SHARD.getByName(name);
+}
+
+function tableExists(sql: SqlStorage, table: string): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", table).toArray().length > 0;
+}
+
+/** Every completed record and open claim of a shard (claims have status `processing`), by idempotency key. */
+export async function shardEntries(name: string): Promise<Map<string, StoredTransaction>> {
+  const entries = new Map<string, StoredTransaction>();
+  for (const stored of await shardEntryList(name)) entries.set(String(stored.record.idempotency_key), stored);
+  return entries;
+}
+
+/** The same, as stored: a key recorded twice would appear twice. */
+export async function shardEntryList(name: string): Promise<StoredTransaction[]> {
+  const merchantId = name.split('/')[0] ?? '';
+  const packed = await runInDurableObject(shard(name), (_instance, state) => {
+    const sql = state.storage.sql;
+    if (!tableExists(sql, 'pages')) return [] as PackedRecord[];
+    const pages = sql.exec<{ records: string }>('SELECT records FROM pages ORDER BY page, seq').toArray();
+    const claims = sql.exec<{ entries: string }>('SELECT entries FROM claims ORDER BY id').toArray();
+    return [...pages.map((p) => p.records), ...claims.map((c) => c.entries)].flatMap((json) => JSON.parse(json) as PackedRecord[]);
+  });
+  return packed.map((record) => unpackRecord(merchantId, record));
+}
+
+/** How many rows each table of a shard holds (pages, claims, meta). */
+export async function shardRowCounts(name: string): Promise<Record<string, number>> {
+  return runInDurableObject(shard(name), (_instance, state) => {
+    const counts: Record<string, number> = {};
+    const tables = state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+      .toArray();
+    for (const { name: table } of tables) counts[table] = state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM "${table}"`).one().n;
+    return counts;
+  });
+}
+
+/** Every row of every table of a Durable Object's SQLite, as JSON text, with where it came from. */
+export async function objectRowsAsText(stub: DurableObjectStub): Promise<{ where: string; text: string }[]> {
+  return runInDurableObject(stub, (_instance, state) => {
+    const rows: { where: string; text: string }[] = [];
+    const tables = state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+      .toArray();
+    for (const { name: table } of tables) {
+      state.storage.sql
+        .exec(`SELECT * FROM "${table}"`)
+        .toArray()
+        .forEach((row, i) => rows.push({ where: `${table} row ${i}`, text: JSON.stringify(row) }));
+    }
+    return rows;
+  });
+}
+
+let triggerSeq = 0;
+/**
+ * Makes a shard's SQLite refuse a write, as a storage failure would, until the returned function is
+ * called: `BEFORE event ON table WHEN condition` aborts the statement (SQLite's RAISE). The shard's
+ * tables are made first if the shard is new. `condition` is SQL written by the test itself.
+ */
+export async function failShardWrites(name: string, event: 'INSERT' | 'UPDATE' | 'DELETE', table: 'pages' | 'claims', condition = '1'): Promise<() => Promise<void>> {
+  const trigger = `test_fault_${++triggerSeq}`;
+  const stub = shard(name);
+  await runInDurableObject(stub, (_instance, state) => {
+    const sql = state.storage.sql;
+    if (!tableExists(sql, table)) {
+      // The same tables the shard makes (storage/ledger-shard.ts); its meta row is written on first claim.
+      sql.exec('CREATE TABLE IF NOT EXISTS claims (id INTEGER PRIMARY KEY, page TEXT NOT NULL, created_at TEXT NOT NULL, entries TEXT NOT NULL)');
+      sql.exec('CREATE TABLE IF NOT EXISTS pages (page TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (page, seq)) WITHOUT ROWID');
+    }
+    sql.exec(`CREATE TRIGGER ${trigger} BEFORE ${event} ON ${table} WHEN ${condition} BEGIN SELECT RAISE(ABORT, 'injected storage fault'); END`);
+  });
+  return async () => {
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec(`DROP TRIGGER IF EXISTS ${trigger}`);
+    });
+  };
+}
