@@ -126,7 +126,9 @@ export class LedgerShard extends DurableObject<Env> {
 
   /** Writes the records of claims still open (their page, one row per claim) and closes those claims; answers the keys written. */
   async complete(shard: ShardIdentity, records: readonly StoredTransaction[]): Promise<string[]> {
-    const byClaim = this.#byClaim(shard, records);
+    // Once the shard has dropped its hashes, a late record keeps none either.
+    const keepHashes = readMeta(this.ctx.storage.sql)?.hashesClearAt != null;
+    const byClaim = this.#byClaim(shard, keepHashes ? records : records.map((stored) => ({ ...stored, requestHash: '' })));
     this.ctx.storage.transactionSync(() => {
       for (const [claimId, list] of byClaim) {
         const row = this.#claimRows.get(claimId);

@@ -16,12 +16,10 @@ import type { SandboxLedgerRow } from '../../src/storage/sandbox-calls';
  * What the merchant's default sandbox processor recorded, keyed by idempotency key: its acquirer
  * objects of the days around today (tests move their clocks by hours, never by days beyond these).
  */
-export async function ledger(merchantId: string, keyPrefix = ''): Promise<Map<string, SandboxLedgerRow>> {
-  const processorId = defaultSandboxProcessorId(merchantId);
+export async function ledger(merchantId: string, keyPrefix = '', around: Date = new Date()): Promise<Map<string, SandboxLedgerRow>> {
   const rows: SandboxLedgerRow[] = [];
   for (let offset = -2; offset <= 3; offset++) {
-    const day = utcDay(new Date(Date.now() + offset * 86_400_000));
-    rows.push(...(await env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(processorId, day)).list()));
+    rows.push(...(await ledgerOfDay(merchantId, utcDay(new Date(around.getTime() + offset * 86_400_000)))));
   }
   const found = new Map<string, SandboxLedgerRow>();
   for (const row of rows.filter((r) => r.idempotencyKey.startsWith(keyPrefix))) {
@@ -70,4 +68,9 @@ export async function failWrites(event: 'UPDATE' | 'INSERT', table: string, cond
   return async () => {
     await env.DB.prepare(`DROP TRIGGER IF EXISTS ${name}`).run();
   };
+}
+
+/** What the merchant's default sandbox processor recorded for claims of one UTC day. */
+export async function ledgerOfDay(merchantId: string, day: string): Promise<SandboxLedgerRow[]> {
+  return env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(defaultSandboxProcessorId(merchantId), day)).list();
 }

@@ -75,20 +75,22 @@ export async function objectRowsAsText(stub: DurableObjectStub): Promise<{ where
 
 let triggerSeq = 0;
 /**
- * Makes a shard's SQLite refuse a write, as a storage failure would, until the returned function is
- * called: `BEFORE event ON table WHEN condition` aborts the statement (SQLite's RAISE). The shard's
- * tables are made first if the shard is new. `condition` is SQL written by the test itself.
+ * Makes a Durable Object's SQLite refuse a write, as a storage failure would, until the returned
+ * function is called: `BEFORE event ON table WHEN condition` aborts the statement (SQLite's RAISE).
+ * `create` makes the table first when the object is new (the object's own statement, as it would).
+ * `condition` is SQL written by the test itself.
  */
-export async function failShardWrites(name: string, event: 'INSERT' | 'UPDATE' | 'DELETE', table: 'pages' | 'claims', condition = '1'): Promise<() => Promise<void>> {
+async function failObjectWrites(
+  stub: DurableObjectStub,
+  event: 'INSERT' | 'UPDATE' | 'DELETE',
+  table: string,
+  create: readonly string[],
+  condition: string,
+): Promise<() => Promise<void>> {
   const trigger = `test_fault_${++triggerSeq}`;
-  const stub = shard(name);
   await runInDurableObject(stub, (_instance, state) => {
     const sql = state.storage.sql;
-    if (!tableExists(sql, table)) {
-      // The same tables the shard makes (storage/ledger-shard.ts); its meta row is written on first claim.
-      sql.exec('CREATE TABLE IF NOT EXISTS claims (id INTEGER PRIMARY KEY, page TEXT NOT NULL, created_at TEXT NOT NULL, entries TEXT NOT NULL)');
-      sql.exec('CREATE TABLE IF NOT EXISTS pages (page TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (page, seq)) WITHOUT ROWID');
-    }
+    if (!tableExists(sql, table)) for (const statement of create) sql.exec(statement);
     sql.exec(`CREATE TRIGGER ${trigger} BEFORE ${event} ON ${table} WHEN ${condition} BEGIN SELECT RAISE(ABORT, 'injected storage fault'); END`);
   });
   return async () => {
@@ -96,4 +98,29 @@ export async function failShardWrites(name: string, event: 'INSERT' | 'UPDATE' |
       state.storage.sql.exec(`DROP TRIGGER IF EXISTS ${trigger}`);
     });
   };
+}
+
+/** A fault in a ledger shard's `pages` or `claims` table (see failObjectWrites). */
+export function failShardWrites(name: string, event: 'INSERT' | 'UPDATE' | 'DELETE', table: 'pages' | 'claims', condition = '1'): Promise<() => Promise<void>> {
+  return failObjectWrites(
+    shard(name),
+    event,
+    table,
+    [
+      'CREATE TABLE IF NOT EXISTS claims (id INTEGER PRIMARY KEY, page TEXT NOT NULL, created_at TEXT NOT NULL, entries TEXT NOT NULL)',
+      'CREATE TABLE IF NOT EXISTS pages (page TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (page, seq)) WITHOUT ROWID',
+    ],
+    condition,
+  );
+}
+
+/** A fault in a sandbox acquirer's `calls` table: its charges under `key` are refused. */
+export function failSandboxCharges(stub: DurableObjectStub, key: string): Promise<() => Promise<void>> {
+  return failObjectWrites(
+    stub,
+    'INSERT',
+    'calls',
+    ["CREATE TABLE IF NOT EXISTS calls (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('charge', 'lookup')), entries TEXT NOT NULL)"],
+    `NEW.kind = 'charge' AND NEW.entries LIKE '%"idempotencyKey":"${key}"%'`,
+  );
 }

@@ -1,7 +1,8 @@
 /**
  * Claim before charge through POST /api/transaction: however many requests carry one
  * Idempotency-Key, at once or after a crash, the processor is asked once. Counted in the sandbox
- * processor's own ledger (what it was asked under each key), faults injected into the real D1.
+ * processor's own memory (what it was asked under each key), faults injected into the real storage
+ * (the merchant's ledger shard, the sandbox acquirer's SQLite).
  */
 import { env } from 'cloudflare:workers';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -11,7 +12,11 @@ import { authenticateKey } from '../../src/services/merchants';
 import { processTransactions } from '../../src/services/transactions/engine';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
 import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
-import { clockAt, failWrites, ledger, ledgerAuthCode } from '../helpers/claims';
+import { clockAt, ledger, ledgerAuthCode } from '../helpers/claims';
+import { apiShardName, failSandboxCharges, failShardWrites, shardEntries } from '../helpers/ledger';
+import { apiTransactionId, utcDay } from '../../src/services/transactions/ledger';
+import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
+import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 
@@ -43,9 +48,11 @@ function attempt(idempotencyKey: string, offsetMs: number, input: TransactionInp
   return processTransactions(env, caller, [{ input, idempotencyKey }], { source: 'api', ipAddress: null }, clockAt(offsetMs));
 }
 
-/** The attempt is charged by the processor, then D1 refuses to write the answer (as a crash right after the charge). */
+/** The attempt is charged by the processor, then its ledger shard refuses to write the answer (as a crash right after the charge). */
 async function chargedThenCrashed(idempotencyKey: string, offsetMs: number): Promise<void> {
-  const heal = await failWrites('UPDATE', 'transactions', `OLD.idempotency_key = '${idempotencyKey}'`);
+  const day = utcDay(clockAt(offsetMs)());
+  const id = await apiTransactionId(shop.id, idempotencyKey, day);
+  const heal = await failShardWrites(apiShardName(shop.id, day), 'INSERT', 'pages', `NEW.page = '${id}'`);
   try {
     await expect(attempt(idempotencyKey, offsetMs)).rejects.toThrow(/injected storage fault/);
   } finally {
@@ -53,11 +60,15 @@ async function chargedThenCrashed(idempotencyKey: string, offsetMs: number): Pro
   }
 }
 
+/** The key's record or claim in the merchant's day shards (today's, and yesterday's for attempts dated back). */
 async function claimRows(idempotencyKey: string): Promise<{ status: string; n: number }[]> {
-  const { results } = await env.DB.prepare('SELECT status, COUNT(*) AS n FROM transactions WHERE merchant_id = ?1 AND idempotency_key = ?2 GROUP BY status')
-    .bind(shop.id, idempotencyKey)
-    .all<{ status: string; n: number }>();
-  return results;
+  const days = [utcDay(clockAt(-TWO_MINUTES)()), utcDay(new Date())];
+  const found = [];
+  for (const day of new Set(days)) {
+    const stored = (await shardEntries(apiShardName(shop.id, day))).get(idempotencyKey);
+    if (stored) found.push({ status: String(stored.record.status), n: 1 });
+  }
+  return found;
 }
 
 describe('one Idempotency-Key, one processor call', () => {
@@ -172,7 +183,8 @@ describe('one Idempotency-Key, one processor call', () => {
 
   it('a charge that fails before reaching the processor is released at once: the API answers 500, the retry charges it once', async () => {
     // The sandbox's own storage refuses the charge: it never happened.
-    const heal = await failWrites('INSERT', 'sandbox_charges', `NEW.idempotency_key = 'unsent-now'`);
+    const acquirer = env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(defaultSandboxProcessorId(shop.id), utcDay(new Date())));
+    const heal = await failSandboxCharges(acquirer, 'unsent-now');
     const failed = await post('unsent-now');
     await heal();
     expect(failed.status).toBe(500);

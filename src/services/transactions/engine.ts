@@ -135,8 +135,15 @@ class EngineCall {
     // 4. Claim: every request's record written in one call to its shard, in status `processing`,
     // before any processor is asked. A key another attempt claimed first is not charged here.
     const claimedIds = await this.#ledger.claim(toClaim.map(({ claim }) => claim.stored));
-    const held = toClaim.filter(({ claim }) => claimedIds.has(String(claim.stored.record.id)));
-    const lost = toClaim.filter(({ claim }) => !claimedIds.has(String(claim.stored.record.id)));
+    // Ids are made from keys, so a key sent twice in one call is held once: by its first request.
+    const holders = new Set<string>();
+    const held = toClaim.filter(({ claim }) => {
+      const id = String(claim.stored.record.id);
+      if (!claimedIds.has(id) || holders.has(id)) return false;
+      holders.add(id);
+      return true;
+    });
+    const lost = toClaim.filter((entry) => !held.includes(entry));
     // 5. The processor, once per claim held; the answers complete the claims in one call.
     const done = await chargeClaims(this.#ledger, await this.#loadAccounts(), held.map(({ claim }) => claim));
     const ours = new Map<string, StoredTransaction>();

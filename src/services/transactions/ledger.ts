@@ -145,6 +145,7 @@ export class Ledger {
 
   /** The shard that holds a transaction, from its id. */
   #shardOf(stored: StoredTransaction): Shard {
+    if (this.#context.source === 'batch' && this.#context.batchId !== undefined) return this.#batchShard(this.#context.batchId);
     const parsed = parseTransactionId(String(stored.record.id));
     if (!parsed) throw new Error('a stored transaction has an id of no known form');
     return parsed.kind === 'batch' ? this.#batchShard(parsed.batchId) : apiShard(this.#env, this.#merchantId, parsed.day);
@@ -153,7 +154,10 @@ export class Ledger {
   /** The id a new transaction under `key` gets. */
   async newId(key: string, line: number | undefined): Promise<string> {
     const batchId = this.#context.batchId;
-    if (this.#context.source === 'batch' && batchId !== undefined && line !== undefined) return batchTransactionId(batchId, line);
+    if (this.#context.source === 'batch' && batchId !== undefined) {
+      // A batch row's key is `{batch id}:{line}` (services/batches/chunks.ts).
+      return batchTransactionId(batchId, line ?? Number(key.slice(key.lastIndexOf(':') + 1)));
+    }
     return apiTransactionId(this.#merchantId, key, this.#today);
   }
 
