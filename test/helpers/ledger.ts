@@ -5,6 +5,7 @@
  */
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
+import { vi } from 'vitest';
 import { ledgerShardName, utcDay } from '../../src/services/transactions/ledger';
 import { unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
 
@@ -123,4 +124,33 @@ export function failSandboxCharges(stub: DurableObjectStub, key: string): Promis
     ["CREATE TABLE IF NOT EXISTS calls (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('charge', 'lookup')), entries TEXT NOT NULL)"],
     `NEW.kind = 'charge' AND NEW.entries LIKE '%"idempotencyKey":"${key}"%'`,
   );
+}
+
+/**
+ * Makes the next call of a ledger shard method (from any stub) reject, as a failed RPC would; the
+ * calls after it go through. Answers the spy on `getByName` (restore it) and whether the fault fired.
+ */
+export function failLedgerCallOnce(method: 'find' | 'claim' | 'complete' | 'release'): { spy: { mockRestore: () => void }; fired: () => boolean } {
+  const namespace = env.LEDGER_SHARD;
+  const getByName = namespace.getByName.bind(namespace);
+  let fired = false;
+  const spy = vi.spyOn(namespace, 'getByName').mockImplementation((name: string) => {
+    const stub = getByName(name);
+    return new Proxy(stub, {
+      get(target, property) {
+        if (property === method && !fired) {
+          return async () => {
+            fired = true;
+            throw new Error('ledger shard: storage caused object to be reset');
+          };
+        }
+        // An RPC stub answers every property as a remote method: call through it, never `bind` it.
+        if (typeof property === 'string' && ['find', 'claim', 'complete', 'release', 'openClaims', 'runRetention'].includes(property)) {
+          return (...args: unknown[]) => (target as unknown as Record<string, (...a: unknown[]) => unknown>)[property]?.(...args);
+        }
+        return Reflect.get(target, property);
+      },
+    });
+  });
+  return { spy, fired: () => fired };
 }

@@ -10,7 +10,8 @@ import { CLAIM_TIMEOUT_SECONDS } from '../../src/services/transactions/claims';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, recordedTransactions, saleRows, status } from '../helpers/batch';
-import { clockAt, deliverChunksAt, failWrites, ledger, ledgerAuthCode } from '../helpers/claims';
+import { clockAt, deliverChunksAt, ledger, ledgerAuthCode } from '../helpers/claims';
+import { batchShardName, failShardWrites } from '../helpers/ledger';
 
 const CHUNKS = 'binbatch-chunks';
 
@@ -112,13 +113,13 @@ describe('a batch chunk asks the processor once per row', () => {
     const { merchant, id, message } = await oneChunkBatch(10);
     const crashAt = -10 * 60_000;
     // The crashed attempt: lines 2-5 are charged, lines 6-11 fail on their way to the processor,
-    // and D1 refuses every answer write. All 10 claims stay open, 4 of them charged.
+    // and the batch's ledger shard refuses every answer write. All 10 claims stay open, 4 of them charged.
     const charge = SandboxProcessor.prototype.charge;
     const spy = vi.spyOn(SandboxProcessor.prototype, 'charge').mockImplementation(async function (this: SandboxProcessor, request) {
       if (Number(request.idempotencyKey.split(':')[1]) >= 6) throw new Error('processor connection reset');
       return charge.call(this, request);
     });
-    const heal = await failWrites('UPDATE', 'transactions', `OLD.batch_id = '${id}'`);
+    const heal = await failShardWrites(batchShardName(merchant.id, id), 'INSERT', 'pages');
     const crashed = await deliverChunksAt(clockAt(crashAt), [message]);
     await heal();
     spy.mockRestore();
@@ -154,10 +155,10 @@ describe('a batch chunk asks the processor once per row', () => {
     expect(await recordedTransactions(id)).toEqual({ count: 10, keys: 10 });
   });
 
-  it('D1 fails after every row was charged: the retry completes the rows from the processor record, charging none again', async () => {
+  it('the ledger shard fails after every row was charged: the retry completes the rows from the processor record, charging none again', async () => {
     const { merchant, id, message } = await oneChunkBatch(8);
     const crashAt = -10 * 60_000;
-    const heal = await failWrites('UPDATE', 'transactions', `OLD.batch_id = '${id}'`);
+    const heal = await failShardWrites(batchShardName(merchant.id, id), 'INSERT', 'pages');
     const crashed = await deliverChunksAt(clockAt(crashAt), [message]);
     await heal();
     expect(crashed.retryMessages).toHaveLength(1);

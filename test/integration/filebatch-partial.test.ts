@@ -6,10 +6,10 @@ import { env } from 'cloudflare:workers';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChunkMessage } from '../../src/schemas/queue';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
-import { findBatchClaims } from '../../src/storage/transactions';
 import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
-import { clockAt, deliverChunksAt, failWrites, ledger, ledgerAuthCode } from '../helpers/claims';
+import { clockAt, deliverChunksAt, ledger, ledgerAuthCode } from '../helpers/claims';
+import { batchShardName, failShardWrites, shardEntryList } from '../helpers/ledger';
 
 const CHUNKS = 'binbatch-chunks';
 const DEAD_LETTERS = 'binbatch-chunks-dlq';
@@ -94,13 +94,13 @@ describe('partial download of a failed batch', () => {
     const { id, messages } = await tenRowBatch();
     await deliver(CHUNKS, [messages[0], messages[2]]);
     // Chunk 1's last attempt, ten minutes ago: lines 6 and 7 were charged, 8 and 9 failed on their
-    // way to the processor, and D1 refused every answer. Then the batch failed.
+    // way to the processor, and the ledger shard refused every answer. Then the batch failed.
     const charge = SandboxProcessor.prototype.charge;
     const spy = vi.spyOn(SandboxProcessor.prototype, 'charge').mockImplementation(async function (this: SandboxProcessor, request) {
       if (Number(request.idempotencyKey.split(':')[1]) >= 8) throw new Error('processor connection reset');
       return charge.call(this, request);
     });
-    const heal = await failWrites('UPDATE', 'transactions', `OLD.batch_id = '${id}'`);
+    const heal = await failShardWrites(batchShardName(merchant.id, id), 'INSERT', 'pages');
     expect((await deliverChunksAt(clockAt(-10 * 60_000), [messages[1]], 6)).retryMessages).toHaveLength(1);
     await heal();
     spy.mockRestore();
@@ -130,7 +130,7 @@ describe('partial download of a failed batch', () => {
   it('answers 409 with Retry-After while a failed chunk\'s claims are too fresh to settle', async () => {
     const { id, messages } = await tenRowBatch();
     await deliver(CHUNKS, [messages[0], messages[2]]);
-    const heal = await failWrites('UPDATE', 'transactions', `OLD.batch_id = '${id}'`);
+    const heal = await failShardWrites(batchShardName(merchant.id, id), 'INSERT', 'pages');
     await deliverChunksAt(clockAt(0), [messages[1]], 6);
     await heal();
     await failOnChunk1(id, messages);
@@ -147,39 +147,23 @@ describe('partial download of a failed batch', () => {
     });
   });
 
-  it("finds a failed chunk's open claims by their keys, reading only that batch's rows among the merchant's others", async () => {
+  it("keeps a failed chunk's open claims in its batch's own ledger shard, apart from the merchant's other batches", async () => {
     const other = await tenRowBatch();
     await deliver(CHUNKS, other.messages);
     const { id, messages } = await tenRowBatch();
     await deliver(CHUNKS, [messages[0], messages[2]]);
-    const heal = await failWrites('UPDATE', 'transactions', `OLD.batch_id = '${id}'`);
+    const heal = await failShardWrites(batchShardName(merchant.id, id), 'INSERT', 'pages');
     await deliverChunksAt(clockAt(0), [messages[1]], 6);
     await heal();
 
-    const reads: number[] = [];
-    const counting = {
-      prepare: (sql: string) => {
-        const statement = env.DB.prepare(sql);
-        return {
-          bind: (...values: unknown[]) => ({
-            all: async <T>() => {
-              const result = await statement.bind(...values).all<T>();
-              reads.push(result.meta.rows_read);
-              return result;
-            },
-          }),
-        };
-      },
-    } as unknown as D1Database;
-    const claims = await findBatchClaims(counting, merchant.id, id);
-    expect(claims.map((claim) => claim.record.idempotency_key).sort()).toEqual([6, 7, 8, 9].map((n) => line(id, n)));
-    expect(await findBatchClaims(counting, merchant.id, other.id)).toEqual([]);
-    // The merchant has at least 26 rows by now; each read walks its batch's key range only: the
-    // batch's 10 rows and the one past the end of the range.
-    const rows = await env.DB.prepare('SELECT COUNT(*) AS n FROM transactions WHERE merchant_id = ?1').bind(merchant.id).first<number>('n');
-    expect(rows).toBeGreaterThanOrEqual(26);
-    expect(reads).toHaveLength(2);
-    for (const read of reads) expect(read).toBeLessThanOrEqual(10 + 1);
+    // Each batch has a shard of its own: the failed chunk's claims are there, none in the other's.
+    const open = (await shardEntryList(batchShardName(merchant.id, id))).filter((stored) => stored.record.status === 'processing');
+    expect(open.map((claim) => claim.record.idempotency_key).sort()).toEqual([6, 7, 8, 9].map((n) => line(id, n)));
+    const others = await shardEntryList(batchShardName(merchant.id, other.id));
+    expect(others).toHaveLength(10);
+    expect(others.filter((stored) => stored.record.status === 'processing')).toEqual([]);
+    // No batch row is in D1.
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name IN ('transactions', 'sandbox_charges')").first<number>('n')).toBe(0);
   });
 
   it('serves a completed batch whole, refuses a running one, and checks the parameter', async () => {

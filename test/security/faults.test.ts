@@ -1,5 +1,5 @@
 /**
- * Faults in the batch pipeline: the consumer dying mid-chunk, R2 or D1 failing once, messages
+ * Faults in the batch pipeline: the consumer dying mid-chunk, R2, D1 or the ledger shard failing once, messages
  * delivered twice or out of order, the Durable Object evicted between deliveries, a chunk that
  * never succeeds, messages that are lost. Every batch either completes with exact counts and each
  * row charged once, or fails with a reason; none stays in `processing`.
@@ -14,11 +14,11 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChunkMessage } from '../../src/schemas/queue';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
-import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
-import { listSandboxLedger } from '../../src/storage/sandbox-ledger';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
+import { clockAt, deliverChunksAt, ledger as processorLedger } from '../helpers/claims';
 import { fuzzRuns } from '../helpers/fuzz';
+import { batchShardName, failLedgerCallOnce, shardEntryList } from '../helpers/ledger';
 
 const CHUNKS = 'binbatch-chunks';
 const DEAD_LETTERS = 'binbatch-chunks-dlq';
@@ -88,15 +88,17 @@ function loseSentMessages(into: ChunkMessage[]): void {
   });
 }
 
-/** The batch completed, every row exactly once: in the counters, in D1 and in the result file. */
+/** The batch completed, every row exactly once: in the counters, in its ledger shard and in the result file. */
 async function expectCompletedExactlyOnce(id: string, rows: number): Promise<void> {
   expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'completed', num_lines: rows, processed_lines: rows });
-  const counts = await env.DB.prepare(
-    'SELECT count(*) AS n, count(DISTINCT idempotency_key) AS keys, count(DISTINCT id) AS ids FROM transactions WHERE batch_id = ?1',
-  )
-    .bind(id)
-    .first<{ n: number; keys: number; ids: number }>();
-  expect(counts).toEqual({ n: rows, keys: rows, ids: rows });
+  const stored = await shardEntryList(batchShardName(merchant.id, id));
+  const counts = {
+    n: stored.length,
+    keys: new Set(stored.map((s) => s.record.idempotency_key)).size,
+    ids: new Set(stored.map((s) => s.record.id)).size,
+    open: stored.filter((s) => s.record.status === 'processing').length,
+  };
+  expect(counts).toEqual({ n: rows, keys: rows, ids: rows, open: 0 });
   const response = await call('GET', `/api/filebatch/${id}/download`, { key: merchant.secretKey });
   expect(response.status).toBe(200);
   const result = parseResult(await response.text());
@@ -124,7 +126,7 @@ describe('the consumer fails partway and is retried', () => {
     // every row exactly once.
     expect(keys.length).toBe(11);
     expect(new Set(keys)).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `${id}:${i + 2}`)));
-    const ledger = (await listSandboxLedger(env.DB, defaultSandboxProcessorId(merchant.id))).filter((e) => e.idempotencyKey.startsWith(`${id}:`));
+    const ledger = [...(await processorLedger(merchant.id, `${id}:`)).values()];
     expect(ledger.map((e) => e.chargeCalls)).toEqual(Array.from({ length: 10 }, () => 1));
   });
 
@@ -144,10 +146,31 @@ describe('the consumer fails partway and is retried', () => {
     await expectCompletedExactlyOnce(id, 9);
   });
 
-  it('D1 fails once writing the transactions', async () => {
+  it('the ledger shard fails once writing the answers, after the rows were charged: the claims are settled later, nothing charged again', async () => {
     const { id, messages } = await newBatch(9);
-    vi.spyOn(env.DB, 'batch').mockRejectedValueOnce(new Error('D1_ERROR: Network connection lost'));
+    const [first] = messages;
+    if (!first) throw new Error('expected chunks');
+    const charge = vi.spyOn(SandboxProcessor.prototype, 'charge');
+    const fault = failLedgerCallOnce('complete');
+    // Ten minutes ago: chunk 0's rows were claimed and charged, then their answers could not be written.
+    const crashed = await deliverChunksAt(clockAt(-10 * 60_000), [first]);
+    fault.spy.mockRestore();
+    expect(fault.fired()).toBe(true);
+    expect(crashed.retryMessages).toHaveLength(1);
+    // Now the claims count as abandoned: the retry completes them from the processor's record.
     await settle(messages);
+    expect(charge).toHaveBeenCalledTimes(9);
+    await expectCompletedExactlyOnce(id, 9);
+  });
+
+  it('the ledger shard fails once taking the claims: nothing was charged, the retry charges each row once', async () => {
+    const { id, messages } = await newBatch(9);
+    const charge = vi.spyOn(SandboxProcessor.prototype, 'charge');
+    const fault = failLedgerCallOnce('claim');
+    await settle(messages);
+    fault.spy.mockRestore();
+    expect(fault.fired()).toBe(true);
+    expect(charge).toHaveBeenCalledTimes(9);
     await expectCompletedExactlyOnce(id, 9);
   });
 
@@ -194,7 +217,8 @@ describe('delivery order and repetition', () => {
   });
 
   it('property: any order, repeats, one fault and evictions: exact counts, each row charged once', async () => {
-    const faults = ['none', 'r2-get', 'r2-put', 'd1-batch', 'processor', 'evict'] as const;
+    // (A lost answer write leaves fresh claims that only time settles: its own test above, with clocks.)
+    const faults = ['none', 'r2-get', 'r2-put', 'ledger-claim', 'processor', 'evict'] as const;
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 13 }),
@@ -224,7 +248,7 @@ describe('delivery order and repetition', () => {
             if (n !== at % schedule.length) return;
             if (fault === 'r2-get') spies.push(vi.spyOn(env.FILES, 'get').mockRejectedValueOnce(new Error('R2 down')));
             if (fault === 'r2-put') spies.push(vi.spyOn(env.FILES, 'put').mockRejectedValueOnce(new Error('R2 down')));
-            if (fault === 'd1-batch') spies.push(vi.spyOn(env.DB, 'batch').mockRejectedValueOnce(new Error('D1 down')));
+            if (fault === 'ledger-claim') spies.push(failLedgerCallOnce('claim').spy);
             if (fault === 'evict') await evictDurableObject(env.BATCH_PROGRESS.getByName(id));
           });
           for (const spy of spies) spy?.mockRestore();
