@@ -8,6 +8,8 @@ import { lookupCard, lookupCards } from '../../src/services/bin-lookup/card-meta
 import { processTransactions } from '../../src/services/transactions/engine';
 import { call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
+import { apiShardName, shardEntries } from '../helpers/ledger';
+import { randomId } from '../../src/lib/crypto';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 
@@ -59,7 +61,10 @@ describe('card data from the BIN lookup', () => {
     expect(await charge({ ...SURCHARGED, cc_number: CREDIT, amount: 1000 })).toMatchObject({ card_type: 'credit', masked_account: '424242******4242' });
     expect(await charge({ ...SURCHARGED, cc_number: DEBIT, amount: 1000 })).toMatchObject({ card_type: 'debit', masked_account: '555555******4444' });
     expect(await charge({ ...SURCHARGED, cc_number: '6011111111111117', amount: 1000 })).toMatchObject({ card_type: null, masked_account: '601111******1117' });
-    const { results } = await env.DB.prepare('SELECT DISTINCT masked_account, card_brand FROM transactions ORDER BY masked_account').all();
+    const stored = [...(await shardEntries(apiShardName(shop.id))).values()];
+    const results = [...new Map(stored.map((s) => [s.record.masked_account, { masked_account: s.record.masked_account, card_brand: s.extras.card_brand }])).values()].sort((a, b) =>
+      String(a.masked_account).localeCompare(String(b.masked_account)),
+    );
     expect(results).toEqual([
       { masked_account: '41111111****1111', card_brand: 'visa' },
       { masked_account: '424242******4242', card_brand: 'visa' },
@@ -102,7 +107,7 @@ describe('bulk card metadata (one D1 query per chunk)', () => {
       (await env.BIN_CACHE.list({ prefix: 'bin:' })).keys.length + (await env.BIN_CACHE.list({ prefix: 'range:' })).keys.length;
     for (const enhancedBinLookup of [false, true]) {
       const caller = { merchantId: shop.id, merchantName: shop.name, keyId: 'key_test', keyType: 'secret' as const, enhancedBinLookup, surchargeRateBps: 300 };
-      const batchId = `kv-chunk-${String(enhancedBinLookup)}`;
+      const batchId = randomId(20, 'bat_');
       const requests = Array.from({ length: 200 }, (_, i) => ({
         input: { transaction_type: 'sale', cc_number: luhn(`424242${String(i).padStart(5, '0')}1234`), cc_expiration: '12/30', amount: '1000' },
         idempotencyKey: `${batchId}:${i + 2}`,

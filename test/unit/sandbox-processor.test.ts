@@ -5,13 +5,14 @@ import { PREPAID_CARD, avsFor, cvvFor, sandboxDecide } from '../../src/services/
 import { ISSUER_DECLINE_CARDS } from '../helpers/sandbox';
 
 function card(number: string, amount = 1_000, type: Charge['type'] = 'sale', cvc: string | null = null, postal: string | null = null): Charge {
-  return { type, amount, idempotencyKey: 'k', payment: { kind: 'card', number, cvc, billingPostalCode: postal } };
+  return { type, amount, idempotencyKey: 'k', claimedAt: '2026-11-21T12:00:00.000Z', payment: { kind: 'card', number, cvc, billingPostalCode: postal } };
 }
 function ach(accountNumber: string, amount = 1_000): Charge {
   return {
     type: 'sale',
     amount,
     idempotencyKey: 'k',
+    claimedAt: '2026-11-21T12:00:00.000Z',
     payment: { kind: 'ach', accountNumber, routingNumber: '021000021', accountType: 'checking', secCode: 'WEB' },
   };
 }
