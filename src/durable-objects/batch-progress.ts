@@ -183,6 +183,14 @@ export class BatchProgress extends DurableObject<Env> {
     return state ? toSnapshot(state) : null;
   }
 
+  /**
+   * Empties the object (state, chunk map, alarm): its batch's results have passed retention, and D1
+   * keeps the batch's record. An object woken again afterwards answers as never initialised.
+   */
+  async destroy(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+  }
+
   /** The chunk map by lines, in chunk order (what a partial download needs). */
   async chunkLines(): Promise<ChunkLines[]> {
     return this.ctx.storage.sql

@@ -40,8 +40,14 @@ export function registerTransaction(registry: Registry): void {
     operationId: 'getTransaction',
     tags,
     summary: 'A recorded transaction',
+    description:
+      'The id names the ledger shard that holds the record (txn_b…: a batch row, txn_a{YYYYMMDD}…: an API transaction of that UTC day). ' +
+      'Records are kept TRANSACTION_RETENTION_DAYS (548) after their day or batch, then archived: 410 with the archive\'s location in msg.',
     security: SECRET_KEY,
     request: { params: transactionIdParamSchema },
-    responses: { 200: ok('The record.', record), ...errors([400, 401, 404]) },
+    responses: {
+      200: ok('The record.', record),
+      ...errors([400, 401, 404, 410], { 410: 'transaction archived: {R2 key of the archive} (past TRANSACTION_RETENTION_DAYS).' }),
+    },
   });
 }

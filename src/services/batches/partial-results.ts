@@ -22,7 +22,7 @@ import { settleBatchClaims } from '../transactions/claims';
 import { Ledger } from '../transactions/ledger';
 import { notProcessedRecord } from '../transactions/records';
 import { resultLine, rowIdempotencyKey } from './chunks';
-import { openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
+import { batchState, openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
 import type { ChunkLines } from './state';
 
 export type PartialDownloadOutcome =
@@ -39,9 +39,9 @@ export async function openPartialDownload(env: Env, caller: Caller, id: string, 
   const row = await findMerchantBatch(env.DB, caller.merchantId, id);
   if (!row) return { ok: false, reason: 'not_found' };
   const progress = env.BATCH_PROGRESS.getByName(id);
-  const live = await progress.snapshot();
+  const live = await batchState(env, row);
   if (live?.status === 'completed') return openDownload(env, caller.merchantId, id, clock);
-  if (live?.status !== 'failed') return { ok: false, reason: 'not_ended' };
+  if (live?.status !== 'failed') return { ok: false, reason: row.results_deleted_at !== null ? 'expired' : 'not_ended' };
   if (resultsExpired(env, row, live.updatedAt, clock)) return { ok: false, reason: 'expired' };
 
   const claims = await settleBatchClaims(env, caller, { id, createdAt: row.created_at }, clock);

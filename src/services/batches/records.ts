@@ -30,6 +30,8 @@ export function toRecord(row: BatchRow, live: BatchSnapshot | null): BatchRecord
 export async function getBatch(env: Env, merchantId: string, id: string): Promise<BatchRecord | null> {
   const row = await findMerchantBatch(env.DB, merchantId, id);
   if (!row) return null;
+  // An ended batch's mirror is final, and its object is deleted with its results: not woken.
+  if (row.status === 'completed' || row.status === 'failed') return toRecord(row, null);
   return toRecord(row, await env.BATCH_PROGRESS.getByName(id).snapshot());
 }
 

@@ -9,6 +9,7 @@ import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { deleteResultParts, getResultPart } from '../../storage/batch-files';
 import { findMerchantBatch, listBatchesEndedBefore, markResultsDeleted, type BatchRow } from '../../storage/batches';
 import { batchLimits } from './limits';
+import { hasEnded, type BatchStatus } from './state';
 
 export type DownloadOutcome =
   | { ok: true; fileName: string; body: ReadableStream<Uint8Array> }
@@ -21,10 +22,21 @@ export type DownloadOutcome =
 export async function openDownload(env: Env, merchantId: string, id: string, clock: Clock): Promise<DownloadOutcome> {
   const row = await findMerchantBatch(env.DB, merchantId, id);
   if (!row) return { ok: false, reason: 'not_found' };
-  const live = await env.BATCH_PROGRESS.getByName(id).snapshot();
-  if (live?.status !== 'completed') return { ok: false, reason: 'not_completed' };
+  const live = await batchState(env, row);
+  if (live?.status !== 'completed') return { ok: false, reason: row.results_deleted_at !== null ? 'expired' : 'not_completed' };
   if (resultsExpired(env, row, live.updatedAt, clock)) return { ok: false, reason: 'expired' };
-  return { ok: true, fileName: row.file_name, body: resultStream(env.FILES, id, live.numChunks) };
+  return { ok: true, fileName: row.file_name, body: resultStream(env.FILES, id, row.num_chunks) };
+}
+
+/**
+ * A batch's status and last change. Once it has ended, the D1 mirror is final (an ended state never
+ * changes, and the object writes the mirror after its own transition) and the object is not woken:
+ * it is deleted with the results. While it runs, the object's live state.
+ */
+export async function batchState(env: Env, row: BatchRow): Promise<{ status: BatchStatus; updatedAt: string } | null> {
+  if (hasEnded(row.status)) return { status: row.status, updatedAt: row.updated_at };
+  const live = await env.BATCH_PROGRESS.getByName(row.id).snapshot();
+  return live ? { status: live.status, updatedAt: live.updatedAt } : null;
 }
 
 /** Whether an ended batch's results are past retention (or already swept): the cutoff is exact. */
@@ -58,9 +70,10 @@ export async function resultPart(bucket: R2Bucket, batchId: string, chunk: numbe
 }
 
 /**
- * Retention: deletes the result parts of batches that ended more than BATCH_RETENTION_DAYS ago
- * (completed ones stop being downloadable: "batch results expired"; failed ones may have left
- * partial parts). Their records stay, so status still answers. Returns how many batches it swept.
+ * Retention: deletes the result parts and the Durable Object of batches that ended more than
+ * BATCH_RETENTION_DAYS ago (completed ones stop being downloadable: "batch results expired"; failed
+ * ones may have left partial parts). Their D1 records stay, so status still answers. Returns how
+ * many batches it swept.
  */
 export async function deleteExpiredResults(env: Env, clock: Clock): Promise<number> {
   const now = clock();
@@ -69,7 +82,11 @@ export async function deleteExpiredResults(env: Env, clock: Clock): Promise<numb
   for (;;) {
     const ids = await listBatchesEndedBefore(env.DB, cutoff, 50);
     if (ids.length === 0) return swept;
-    for (const id of ids) await deleteResultParts(env.FILES, id);
+    for (const id of ids) {
+      await deleteResultParts(env.FILES, id);
+      // The batch's object (state, chunk map) goes with its results; D1 keeps the record.
+      await env.BATCH_PROGRESS.getByName(id).destroy();
+    }
     await markResultsDeleted(env.DB, ids, isoTimestamp(now));
     swept += ids.length;
   }
