@@ -228,9 +228,9 @@ class EngineCall {
     for (const { index } of unanswered) {
       const p = prepared[index] as Prepared;
       const stored = ours.get(p.request.idempotencyKey) ?? current.get(p.request.idempotencyKey);
-      outcomes[index] = stored
-        ? this.#answerFromRecord(p, stored)
-        : this.#invalid(p, [{ field: 'Idempotency-Key', msg: 'could not be recorded; retry the request' }]);
+      // No record and no claim: the claim was given back (a request on the other side of midnight
+      // held the key too). Nothing was charged; the retry finds whichever claim stayed.
+      outcomes[index] = stored ? this.#answerFromRecord(p, stored) : this.#inProgress(null);
     }
   }
 
@@ -253,13 +253,13 @@ class EngineCall {
   }
 
   /** Another attempt holds the key and may be asking the processor: this one does nothing. */
-  #inProgress(claim: StoredTransaction): TransactionOutcome {
+  #inProgress(claim: StoredTransaction | null): TransactionOutcome {
     return {
       ok: false,
       reason: 'in_progress',
       errors: [{ field: 'Idempotency-Key', msg: 'is in use by a request that is still being processed; retry later' }],
       record: null,
-      takeoverInSeconds: Math.max(1, takeoverInSeconds(claim, this.#now)),
+      takeoverInSeconds: claim ? Math.max(1, takeoverInSeconds(claim, this.#now)) : 1,
     };
   }
 
