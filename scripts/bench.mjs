@@ -5,7 +5,7 @@
 //
 //   npm run bench                          the full run (figures shown in README.md, Performance; the
 //                                          cost model's calculation in docs/cost.md)
-//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, cost (baseline always runs)
+//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, cost (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files (no 500,000-row file), for development
 //   npm run bench -- --profile             the cost runs' profiles in detail (top functions, every binding call)
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
@@ -19,6 +19,7 @@ import { printCost } from './bench/cost.mjs';
 import { foreignWorkerdCount, machineInfo, printCpu, printTable, updateCostDoc, updatePerformanceDoc, writeResults } from './bench/report.mjs';
 import { RssSampler } from './bench/rss.mjs';
 import { batchScenarios } from './bench/scenarios/batch.mjs';
+import { contentionScenarios } from './bench/scenarios/contention.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { runCost } from './bench/scenarios/cost.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
@@ -28,7 +29,7 @@ import { startServer } from './bench/server.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'cost'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'cost'];
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
@@ -112,6 +113,7 @@ const scenarios = [
   ...importScenarios,
   ...lookupScenarios,
   ...batchScenarios,
+  ...contentionScenarios,
   // The baseline again at the end: how much the machine's own load drifted during the run.
   { ...baselineScenarios[0], name: 'healthz (again, at the end)' },
 ]

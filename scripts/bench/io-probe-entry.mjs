@@ -6,8 +6,9 @@
 //     per RPC method call on a stub, and per alarm) and their duration (wall time per object);
 //   - D1 rows read and written from each statement's `meta` (`first()` is answered through `all()`,
 //     which runs the same query, so its meta is seen too), and the database size after each one;
-//   - the Durable Object's own SQLite rows (each cursor's rowsRead/rowsWritten; setAlarm counts one
-//     row written);
+//   - the Durable Objects' own SQLite rows (each cursor's rowsRead/rowsWritten; setAlarm counts one
+//     row written; deleteAll counts one row written for every row it deletes, which is the most it
+//     can be billed);
 //   - KV reads/writes/deletes/lists per key, and bytes written × their TTL;
 //   - R2 Class A / Class B / free operations, and bytes written under each key prefix;
 //   - Queue operations per 64 KB (a write per message sent, a read per delivery, a delete per ack).
@@ -16,7 +17,14 @@
 // Timing caveat: in workerd, Date.now() only advances when I/O completes (a Spectre mitigation),
 // so a call's measured time runs from the last I/O event before it to its own completion: it
 // includes any CPU work done in between. Counts are exact.
-import worker, { BatchProgress as ServiceBatchProgress } from '../../src/index.ts';
+import worker, {
+  BatchProgress as ServiceBatchProgress,
+  LedgerShard as ServiceLedgerShard,
+  SandboxAcquirer as ServiceSandboxAcquirer,
+} from '../../src/index.ts';
+import { retentionDays, shardFor } from '../../src/services/transactions/ledger.ts';
+import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry.ts';
+import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox.ts';
 
 export * from '../../src/index.ts';
 
@@ -34,7 +42,7 @@ function emptyTotals() {
     kv: new Map(),
     r2: { classA: 0, classB: 0, free: 0, bytesByPrefix: {} },
     queue: { messagesSent: 0, writeOps: 0, deliveries: 0, readOps: 0, deleteOps: 0, retries: 0 },
-    durableObjects: { requests: 0, alarms: 0, busy: new Map(), sqlCursors: [], sqlStatements: 0, alarmRowsWritten: 0 },
+    durableObjects: { requests: 0, alarms: 0, busy: new Map(), sqlCursors: [], sqlStatements: 0, alarmRowsWritten: 0, ledgerBytesHeld: 0 },
     limiter: 0,
   };
 }
@@ -321,6 +329,17 @@ function meterObjectStorage(ctx) {
           return value.apply(target, args);
         };
       }
+      if (prop === 'deleteAll') {
+        return (...args) => {
+          // Counted as one row written per row deleted (and one for the alarm), the most it can cost.
+          const tables = target.sql
+            .exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+            .toArray();
+          for (const { name } of tables) totals.durableObjects.alarmRowsWritten += target.sql.exec(`SELECT COUNT(*) AS n FROM "${name}"`).one().n;
+          totals.durableObjects.alarmRowsWritten += 1;
+          return value.apply(target, args);
+        };
+      }
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
@@ -344,6 +363,64 @@ export class BatchProgress extends ServiceBatchProgress {
     add(totals.invocations, 'DO alarm', { count: 1 });
     return super.alarm(...args);
   }
+}
+
+/** The ledger shard, metered the same way. */
+export class LedgerShard extends ServiceLedgerShard {
+  constructor(ctx, env) {
+    meterObjectStorage(ctx);
+    super(ctx, wrapEnv(env));
+  }
+
+  /** The shard's SQLite size in bytes (bench only: what the shard holds until it is archived). */
+  async benchDatabaseSize() {
+    return this.ctx.storage.sql.databaseSize;
+  }
+
+  async alarm(...args) {
+    totals.durableObjects.alarms += 1;
+    add(totals.invocations, 'DO alarm', { count: 1 });
+    return super.alarm(...args);
+  }
+}
+
+/** The sandbox processor's memory, metered the same way. */
+export class SandboxAcquirer extends ServiceSandboxAcquirer {
+  constructor(ctx, env) {
+    meterObjectStorage(ctx);
+    super(ctx, wrapEnv(env));
+  }
+
+  async alarm(...args) {
+    totals.durableObjects.alarms += 1;
+    add(totals.invocations, 'DO alarm', { count: 1 });
+    return super.alarm(...args);
+  }
+}
+
+/**
+ * POST /__bench/retention {"batchId": "..."}: the retention work of a batch's rows, done now as it
+ * will be done later, so the cost run counts it: the batch's ledger shard archived to R2 and emptied
+ * (as its alarm does after TRANSACTION_RETENTION_DAYS) and the sandbox acquirer's memory of the
+ * batch's day forgotten (as its alarm does after 30 days).
+ */
+async function benchRetention(request, env) {
+  const { batchId } = await request.json();
+  const metered = wrapEnv(env);
+  const batch = await env.DB.prepare('SELECT merchant_id, created_at FROM batches WHERE id = ?1').bind(batchId).first();
+  if (!batch) return Response.json({ error: 'no such batch' }, { status: 404 });
+  const shard = shardFor(metered, { kind: 'batch', merchantId: batch.merchant_id, batchId }, batch.created_at);
+  const archiveAt = new Date(Date.parse(batch.created_at) + retentionDays(env) * 86_400_000).toISOString();
+  totals.durableObjects.ledgerBytesHeld += await env.LEDGER_SHARD.getByName(shard.identity.name).benchDatabaseSize();
+  const archived = await shard.stub.runRetention(archiveAt);
+  const day = batch.created_at.slice(0, 10);
+  const forgotten = [];
+  for (const offset of [0, 1]) {
+    const at = new Date(Date.parse(`${day}T00:00:00.000Z`) + offset * 86_400_000).toISOString().slice(0, 10);
+    const stub = metered.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(defaultSandboxProcessorId(batch.merchant_id), at));
+    forgotten.push(await stub.forgetIfDue(at, new Date(Date.now() + 400 * 86_400_000).toISOString()));
+  }
+  return Response.json({ archived, forgotten });
 }
 
 /** The path of a request URL, without the cost of a URL object on every request. */
@@ -405,6 +482,8 @@ function snapshot() {
       sqlStatements: totals.durableObjects.sqlStatements,
       sqlRowsRead: sum('rowsRead'),
       sqlRowsWritten: sum('rowsWritten') + totals.durableObjects.alarmRowsWritten,
+      // Bytes of ledger shards archived by /__bench/retention: what they held until then.
+      ledgerBytesHeld: totals.durableObjects.ledgerBytesHeld,
       ...(totals.durableObjects.storageUncounted ? { storageUncounted: true } : {}),
     },
     rateLimiterCalls: totals.limiter,
@@ -465,6 +544,7 @@ const serviceFetch = handler.fetch;
 handler.fetch = (request, env, ctx) => {
   const pathname = pathOf(request.url);
   if (pathname === '/__bench/io') return Response.json(snapshot());
+  if (pathname === '/__bench/retention' && request.method === 'POST') return benchRetention(request, env);
   if (pathname === '/__bench/io/reset' && request.method === 'POST') {
     totals = emptyTotals();
     return new Response(null, { status: 204 });

@@ -60,10 +60,25 @@ export class SandboxAcquirer extends DurableObject<Env> {
   async #ensure(day: string): Promise<void> {
     if (hasCalls(this.ctx.storage.sql)) return;
     createCallsTable(this.ctx.storage.sql);
-    await this.ctx.storage.setAlarm(Date.parse(`${day}T00:00:00.000Z`) + (SANDBOX_MEMORY_DAYS + 1) * 86_400_000);
+    await this.ctx.storage.setAlarm(forgetAt(day));
+  }
+
+  /**
+   * Empties the object once its day's memory has passed SANDBOX_MEMORY_DAYS (the alarm passes the
+   * real time, the bench its own); answers whether it did.
+   */
+  async forgetIfDue(day: string, now: string): Promise<boolean> {
+    if (Date.parse(now) < forgetAt(day)) return false;
+    await this.ctx.storage.deleteAll();
+    return true;
   }
 
   override async alarm(): Promise<void> {
     await this.ctx.storage.deleteAll();
   }
+}
+
+/** When a day's memory is forgotten: SANDBOX_MEMORY_DAYS after the day ended. */
+function forgetAt(day: string): number {
+  return Date.parse(`${day}T00:00:00.000Z`) + (SANDBOX_MEMORY_DAYS + 1) * 86_400_000;
 }

@@ -202,6 +202,36 @@ async function runFile(ctx, rows, bins, customers, { auth = SECRET_KEY, pollMs =
   ];
 }
 
+/**
+ * Uploads a file of `rows` rows and answers as soon as it is accepted (the contention run measures
+ * other requests while it is processed): { id, auth, done() } where done() waits for `completed`.
+ */
+export async function startBatchFile(ctx, rows, { auth = SECRET_KEY } = {}) {
+  const bins = fileBins(ctx);
+  const customers = await ensureCustomers(ctx, bins, auth);
+  const { text } = generateBatchCsv(rows, { bins, customers, seed: rows });
+  const form = new FormData();
+  form.append('file', new Blob([text], { type: 'text/csv' }), `contention-${rows}.csv`);
+  const upload = await fetch(`${ctx.url}/api/filebatch`, { method: 'POST', headers: { authorization: auth }, body: form, signal: AbortSignal.timeout(600_000) });
+  const body = await upload.json().catch(() => null);
+  if (body?.status !== 'success') throw new Error(`upload of ${rows} rows: HTTP ${upload.status} ${JSON.stringify(body)}`);
+  const id = body.data.id;
+  const status = async () => (await callJson(ctx, 'GET', `/api/filebatch/${id}`, undefined, { auth })).body;
+  return {
+    id,
+    status,
+    async done(pollMs = 500) {
+      const deadline = Date.now() + 60_000 + rows * 20;
+      for (;;) {
+        const record = await status();
+        if (record?.status === 'completed') return record;
+        if (record?.status === 'failed' || Date.now() > deadline) throw new Error(`batch ${id}: ${JSON.stringify(record)}`);
+        await new Promise((r) => setTimeout(r, pollMs));
+      }
+    },
+  };
+}
+
 /** One more file of `rows` rows (the cost run): the figures runFile answers. */
 export async function runBatchFile(ctx, rows, options = {}) {
   const bins = (ctx.data.bins ?? []).filter((b) => b.country).map((b) => b.bin).slice(0, 50_000);
