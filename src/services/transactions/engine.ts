@@ -62,20 +62,30 @@ export type TransactionLookup =
 export async function getTransaction(env: Env, merchantId: string, id: string, clock: Clock): Promise<TransactionLookup> {
   const parsed = parseTransactionId(id);
   if (!parsed) return { ok: false, reason: 'not_found' };
+  const now = clock();
   let shard;
   if (parsed.kind === 'batch') {
-    // The batch index says whose batch it is and when its shard's period began.
+    // The batch index says whose batch it is and when its shard's period began. Its row is deleted
+    // after retention; the id's day then says the batch's rows were archived.
     const batch = await findMerchantBatch(env.DB, merchantId, parsed.batchId);
-    if (!batch) return { ok: false, reason: 'not_found' };
-    shard = shardFor(env, { kind: 'batch', merchantId, batchId: batch.id }, batch.created_at);
+    const key = { kind: 'batch' as const, merchantId, batchId: parsed.batchId };
+    if (!batch) {
+      const archivedSince = archivedBy(env, `${parsed.day}T00:00:00.000Z`, new Date(now.getTime() - 86_400_000));
+      return archivedSince ? archived(shardFor(env, key, `${parsed.day}T00:00:00.000Z`).identity.name) : { ok: false, reason: 'not_found' };
+    }
+    shard = shardFor(env, key, batch.created_at);
   } else {
     shard = shardFor(env, { kind: 'api', merchantId, day: parsed.day }, `${parsed.day}T00:00:00.000Z`);
   }
   // Past retention the shard is archived (or about to be): the answer says where, without waking it.
-  if (archivedBy(env, shard.identity.periodStart, clock())) return { ok: false, reason: 'archived', archive: ledgerArchiveKey(shard.identity.name) };
+  if (archivedBy(env, shard.identity.periodStart, now)) return archived(shard.identity.name);
   const query = parsed.kind === 'batch' ? { ids: [id], exact: [], floor: [chunkPage(parsed.line)] } : { ids: [id], exact: [id], floor: [] };
   const stored = (await shard.stub.find(shard.identity, query)).find((s) => s.record.id === id);
   return stored && !isClaim(stored) ? { ok: true, record: stored.record } : { ok: false, reason: 'not_found' };
+}
+
+function archived(shardName: string): TransactionLookup {
+  return { ok: false, reason: 'archived', archive: ledgerArchiveKey(shardName) };
 }
 
 /** `processTransactions` with its dependencies given (tests pass their own `deps`). */

@@ -7,9 +7,12 @@
  *
  * A transaction id names its shard, so GET /api/transaction/{id} needs no global index:
  *
- *   txn_b{batch id without "bat_"}{line}     a batch row (the batch id is 20 base32 characters)
- *   txn_a{YYYYMMDD}{20 base32 characters}    an API transaction: SHA-256 of (merchant, key), so the
- *                                            same key on the same day always names the same id
+ *   txn_b{YYYYMMDD}{batch id without "bat_"}{line}   a batch row: the UTC day the batch was
+ *                                                    uploaded, the batch (20 base32 characters), the line
+ *   txn_a{YYYYMMDD}{20 base32 characters}            an API transaction: SHA-256 of (merchant, key),
+ *                                                    so the same key on the same day names the same id
+ *
+ * The day in both lets an id past retention be answered "archived" without any lookup.
  *
  * The 24-hour idempotency window of an API key spans at most two day shards: a key is looked up in
  * today's and yesterday's, and claimed in today's. Near midnight a claim is checked once more against
@@ -24,7 +27,7 @@ import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 const DAY_MS = 86_400_000;
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
 const BATCH_ID = /^bat_([0-9a-v]{20})$/;
-const BATCH_TRANSACTION_ID = /^txn_b([0-9a-v]{20})([1-9][0-9]{0,8})$/;
+const BATCH_TRANSACTION_ID = /^txn_b([0-9]{8})([0-9a-v]{20})([1-9][0-9]{0,8})$/;
 const API_TRANSACTION_ID = /^txn_a([0-9]{8})([0-9a-v]{20})$/;
 
 /** A claim made this close to midnight is checked against the neighbouring day's shard as well. */
@@ -56,34 +59,41 @@ export function chunkPage(firstLine: number): string {
   return String(firstLine).padStart(10, '0');
 }
 
-export function batchTransactionId(batchId: string, line: number): string {
+export function batchTransactionId(batchId: string, batchCreatedAt: string, line: number): string {
   const core = BATCH_ID.exec(batchId)?.[1];
   if (!core) throw new Error('batch id has an unexpected form');
-  return `txn_b${core}${line}`;
+  return `txn_b${compactDay(batchCreatedAt.slice(0, 10))}${core}${line}`;
+}
+
+function compactDay(day: string): string {
+  return day.replaceAll('-', '');
+}
+
+function dashedDay(compact: string): string | null {
+  const day = `${compact.slice(0, 4)}-${compact.slice(4, 6)}-${compact.slice(6, 8)}`;
+  return Number.isNaN(Date.parse(`${day}T00:00:00.000Z`)) ? null : day;
 }
 
 export async function apiTransactionId(merchantId: string, idempotencyKey: string, day: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`${merchantId}\n${idempotencyKey}`)));
   let hash = '';
   for (let i = 0; i < 20; i++) hash += ID_ALPHABET[(digest[i] ?? 0) & 31];
-  return `txn_a${day.replaceAll('-', '')}${hash}`;
+  return `txn_a${compactDay(day)}${hash}`;
 }
 
-export type ParsedTransactionId = { kind: 'batch'; batchId: string; line: number } | { kind: 'api'; day: string };
+export type ParsedTransactionId = { kind: 'batch'; day: string; batchId: string; line: number } | { kind: 'api'; day: string };
 
 /** Which shard an id names; null for an id of no known form. */
 export function parseTransactionId(id: string): ParsedTransactionId | null {
   const batch = BATCH_TRANSACTION_ID.exec(id);
-  if (batch) return { kind: 'batch', batchId: `bat_${batch[1]}`, line: Number(batch[2]) };
+  const batchDay = batch?.[1] ? dashedDay(batch[1]) : null;
+  if (batch && batchDay) return { kind: 'batch', day: batchDay, batchId: `bat_${batch[2]}`, line: Number(batch[3]) };
   const api = API_TRANSACTION_ID.exec(id);
-  if (api?.[1]) {
-    const day = `${api[1].slice(0, 4)}-${api[1].slice(4, 6)}-${api[1].slice(6, 8)}`;
-    return Number.isNaN(Date.parse(`${day}T00:00:00.000Z`)) ? null : { kind: 'api', day };
-  }
-  return null;
+  const apiDay = api?.[1] ? dashedDay(api[1]) : null;
+  return apiDay ? { kind: 'api', day: apiDay } : null;
 }
 
-/** When a shard's period began, for the archive test of GET /api/transaction/{id}. */
+/** Whether a shard whose period began at `periodStart` is past TRANSACTION_RETENTION_DAYS (archived, or about to be). */
 export function archivedBy(env: Env, periodStart: string, now: Date): boolean {
   return Date.parse(periodStart) + retentionDays(env) * DAY_MS <= now.getTime();
 }
@@ -156,7 +166,8 @@ export class Ledger {
     const batchId = this.#context.batchId;
     if (this.#context.source === 'batch' && batchId !== undefined) {
       // A batch row's key is `{batch id}:{line}` (services/batches/chunks.ts).
-      return batchTransactionId(batchId, line ?? Number(key.slice(key.lastIndexOf(':') + 1)));
+      const createdAt = this.#context.batchCreatedAt ?? isoTimestamp(this.#now);
+      return batchTransactionId(batchId, createdAt, line ?? Number(key.slice(key.lastIndexOf(':') + 1)));
     }
     return apiTransactionId(this.#merchantId, key, this.#today);
   }
