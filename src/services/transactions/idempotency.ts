@@ -23,13 +23,17 @@ export function idempotencyCutoff(now: Date): string {
   return isoTimestamp(new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS));
 }
 
-/** Clears the request hash of every transaction past the window; answers how many it cleared. */
-export async function sweepIdempotencyWindow(env: Env, clock: Clock): Promise<number> {
+/**
+ * Clears the request hash of every transaction past the window, in at most `maxStatements`
+ * statements; answers how many it cleared, and whether it got to the end (the rest waits for the next run).
+ */
+export async function sweepIdempotencyWindow(env: Env, clock: Clock, maxStatements = Infinity): Promise<{ cleared: number; finished: boolean }> {
   const cutoff = idempotencyCutoff(clock());
   let swept = 0;
-  for (;;) {
+  for (let statements = 0; statements < maxStatements; statements++) {
     const changed = await sweepExpiredRequestHashes(env.DB, cutoff, SWEEP_BATCH);
     swept += changed;
-    if (changed < SWEEP_BATCH) return swept;
+    if (changed < SWEEP_BATCH) return { cleared: swept, finished: true };
   }
+  return { cleared: swept, finished: false };
 }
