@@ -231,6 +231,9 @@ CREATE TABLE IF NOT EXISTS batches (
 );
 CREATE INDEX IF NOT EXISTS batches_merchant_created ON batches(merchant_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS batches_retention ON batches(ended_at) WHERE results_deleted_at IS NULL;
+-- A batch's record is deleted a day after its ledger shard is archived (TRANSACTION_RETENTION_DAYS):
+-- the daily cron finds them by age (services/batches/records.ts).
+CREATE INDEX IF NOT EXISTS batches_created ON batches(created_at);
 
 
 -- == Webhooks ================================================================================

@@ -1,4 +1,4 @@
-/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to retention (batch results, webhook history). */
+/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to the maintenance jobs (services/maintenance.ts). */
 import { app } from './app';
 import type { Env } from './env';
 import { systemClock } from './lib/time';
@@ -7,8 +7,7 @@ import { consumeDeadLetters } from './queues/dead-letter-consumer';
 import { CHUNK_QUEUE, DEAD_LETTER_QUEUE, WEBHOOK_DEAD_LETTER_QUEUE, WEBHOOK_QUEUE } from './queues/names';
 import { consumeWebhookDeadLetters, consumeWebhookDeliveries } from './queues/webhook-consumer';
 import { isPagePath, pages } from './routes/pages';
-import { deleteExpiredResults } from './services/batches/results';
-import { deleteExpiredWebhookEvents } from './services/webhooks/retention';
+import { runMaintenance } from './services/maintenance';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 export { LedgerShard } from './durable-objects/ledger-shard';
@@ -29,10 +28,6 @@ export default {
 
   async scheduled(controller, env) {
     // The scheduled time is the clock: tests pick it with createScheduledController.
-    const clock = () => new Date(controller.scheduledTime);
-    const swept = await deleteExpiredResults(env, clock);
-    console.log(JSON.stringify({ level: 'info', event: 'batch_retention', swept }));
-    const removed = await deleteExpiredWebhookEvents(env, clock);
-    console.log(JSON.stringify({ level: 'info', event: 'webhook_retention', removed }));
+    await runMaintenance(env, () => new Date(controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env, unknown>;

@@ -5,7 +5,7 @@
  * and last four (PCI DSS 3.5.1 asks for keyed hashes). The CVC is left out: sensitive
  * authentication data may not be kept after authorisation in any form, hashed or not (PCI DSS
  * 3.3.1), so a retry that differs only in its CVC is the same request. A fingerprint is kept only
- * for the idempotency window (see src/services/idempotency.ts).
+ * for the idempotency window (see src/services/transactions/idempotency.ts).
  */
 import { toHex } from './crypto';
 

@@ -102,13 +102,20 @@ export async function getResultPart(bucket: R2Bucket, batchId: string, chunk: nu
 }
 
 /** Deletes every result part of a batch (R2 deletes up to 1,000 keys per call). */
-export async function deleteResultParts(bucket: R2Bucket, batchId: string): Promise<void> {
+/** Deletes every result part of a batch; answers how many R2 calls that took (a listing and a delete per 1,000 parts). */
+export async function deleteResultParts(bucket: R2Bucket, batchId: string): Promise<number> {
   let cursor: string | undefined;
+  let calls = 0;
   do {
     const listing = await bucket.list({ prefix: `results/${batchId}/`, limit: 1000, ...(cursor ? { cursor } : {}) });
-    if (listing.objects.length > 0) await bucket.delete(listing.objects.map((object) => object.key));
+    calls++;
+    if (listing.objects.length > 0) {
+      await bucket.delete(listing.objects.map((object) => object.key));
+      calls++;
+    }
     cursor = listing.truncated ? listing.cursor : undefined;
   } while (cursor);
+  return calls;
 }
 
 /** The chunks of a batch that have a result part. */

@@ -144,7 +144,23 @@ export async function listBatchesEndedBefore(db: D1Database, cutoff: string, lim
   return results.map((row) => row.id);
 }
 
+/** One statement for the whole list (the ids travel as one JSON parameter, clear of D1's 100-parameter limit). */
 export async function markResultsDeleted(db: D1Database, ids: string[], at: string): Promise<void> {
   if (ids.length === 0) return;
-  await db.batch(ids.map((id) => db.prepare('UPDATE batches SET results_deleted_at = ?2 WHERE id = ?1').bind(id, at)));
+  await db
+    .prepare('UPDATE batches SET results_deleted_at = ?2 WHERE id IN (SELECT value FROM json_each(?1))')
+    .bind(JSON.stringify(ids), at)
+    .run();
+}
+
+/**
+ * Deletes up to `limit` batch records created before `cutoff` (their ledger shards archived, their
+ * results long gone); answers how many. Uses `batches_created`.
+ */
+export async function deleteBatchesCreatedBefore(db: D1Database, cutoff: string, limit: number): Promise<number> {
+  const { results } = await db
+    .prepare('DELETE FROM batches WHERE id IN (SELECT id FROM batches WHERE created_at < ?1 ORDER BY created_at LIMIT ?2) RETURNING id')
+    .bind(cutoff, limit)
+    .all<{ id: string }>();
+  return results.length;
 }

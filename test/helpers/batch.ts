@@ -112,16 +112,30 @@ export async function createUnqueuedBatch(
 
 let messageSeq = 0;
 /** Delivers messages to the Worker's queue handler as `queue` would; answers the ack/retry result. */
-export async function deliver(queue: string, bodies: unknown[], attempts = 1): Promise<QueueResult> {
+export async function deliver(queue: string, bodies: unknown[], attempts = 1): Promise<DeliveryResult> {
   const batch = createMessageBatch(
     queue,
     bodies.map((body) => ({ id: `msg-${++messageSeq}`, timestamp: new Date(), attempts, body })),
   );
+  // The pool's result names the retried messages but not the delay each asked for (the platform's
+  // QueueRetryMessage has it): each message's retry() is watched to record it.
+  const delays = new Map<string, number | undefined>();
+  for (const message of batch.messages) {
+    const retry = message.retry.bind(message);
+    vi.spyOn(message, 'retry').mockImplementation((options) => {
+      delays.set(message.id, options?.delaySeconds);
+      retry(options);
+    });
+  }
   const ctx = createExecutionContext();
   const handler: ExportedHandler<Env> = worker;
   await handler.queue?.(batch, env, ctx);
-  return getQueueResult(batch, ctx);
+  const result = await getQueueResult(batch, ctx);
+  return { ...result, retryMessages: result.retryMessages.map(({ msgId }) => ({ msgId, delaySeconds: delays.get(msgId) })) };
 }
+
+/** A delivery's acks and retries, each retry with the delay it asked for (undefined: the queue's default). */
+export type DeliveryResult = QueueResult & { retryMessages: { msgId: string; delaySeconds: number | undefined }[] };
 
 /** Transactions the engine recorded for a batch, and how many distinct rows (idempotency keys) they cover. */
 export async function recordedTransactions(batchId: string): Promise<{ count: number; keys: number }> {

@@ -62,6 +62,8 @@ export interface MutatedFile {
   line: number;
   /** True when only a value changed and the file's structure is intact. */
   valueOnly: boolean;
+  /** The column whose value was changed, when the mutation changed one value. */
+  column?: string;
 }
 
 function concat(...parts: Uint8Array[]): Uint8Array {
@@ -111,7 +113,8 @@ function mutate(table: CsvTable, lineSeed: number, columnSeed: number, kind: (ty
   const width = table[0]?.length ?? 1;
   const column = columnSeed % width;
   // Values that do not decide anything structural: description (free text) and order_id.
-  const valueColumn = table[0]?.indexOf(columnSeed % 2 === 0 ? 'description' : 'order_id') ?? 0;
+  const valueColumnName = columnSeed % 2 === 0 ? 'description' : 'order_id';
+  const valueColumn = table[0]?.indexOf(valueColumnName) ?? 0;
   const text = (t: CsvTable) => encoder.encode(renderCsv(t));
   switch (kind) {
     case 'quote inside a field': {
@@ -123,14 +126,14 @@ function mutate(table: CsvTable, lineSeed: number, columnSeed: number, kind: (ty
     case 'extra field':
       return { kind, line: dataLine, valueOnly: false, bytes: text(table.map((f, i) => (i === dataLine - 1 ? [...f, 'extra'] : f))) };
     case 'stray CR inside a value':
-      return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'ab\rcd')) };
+      return { kind, line: dataLine, valueOnly: true, column: valueColumnName, bytes: text(withValue(table, dataLine, valueColumn, 'ab\rcd')) };
     case 'stray CR ending a line': {
       const lines = renderCsv(table).split('\n');
       lines[dataLine - 1] = `${lines[dataLine - 1] ?? ''}\r`;
       return { kind, line: dataLine, valueOnly: true, bytes: encoder.encode(lines.join('\n')) };
     }
     case 'NUL byte in a value':
-      return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'ab\u0000cd')) };
+      return { kind, line: dataLine, valueOnly: true, column: valueColumnName, bytes: text(withValue(table, dataLine, valueColumn, 'ab\u0000cd')) };
     case 'invalid UTF-8 in a value': {
       const marker = 'INVALIDUTF8';
       const [before, after] = renderCsv(withValue(table, dataLine, valueColumn, marker)).split(marker);
@@ -138,11 +141,12 @@ function mutate(table: CsvTable, lineSeed: number, columnSeed: number, kind: (ty
         kind,
         line: dataLine,
         valueOnly: true,
+        column: valueColumnName,
         bytes: concat(encoder.encode(before ?? ''), new Uint8Array([0xff, 0xfe, 0xc3]), encoder.encode(after ?? '')),
       };
     }
     case '1 MB field':
-      return { kind, line: dataLine, valueOnly: true, bytes: text(withValue(table, dataLine, valueColumn, 'A'.repeat(1024 * 1024))) };
+      return { kind, line: dataLine, valueOnly: true, column: valueColumnName, bytes: text(withValue(table, dataLine, valueColumn, 'A'.repeat(1024 * 1024))) };
     case '10,000 columns': {
       const header = [...(table[0] ?? []), ...Array.from({ length: 10_000 - width }, (_, i) => `extra_${i}`)];
       return { kind, line: 1, valueOnly: false, bytes: text([header, ...table.slice(1).map((f) => [...f, ...header.slice(width).map(() => '')])]) };

@@ -59,7 +59,7 @@ describe('status and download access', () => {
     expect(await status(merchant.secretKey, id)).toEqual(completed);
     // Each cron run logs its three sweeps; the request log's lines are left out.
     const cronEvents = logs.events().filter((event) => event !== 'request');
-    const sweeps = ['batch_retention', 'webhook_retention'];
+    const sweeps = ['batch_retention', 'batch_record_retention', 'webhook_retention'];
     expect(cronEvents).toEqual([...sweeps, ...sweeps]);
   });
 });

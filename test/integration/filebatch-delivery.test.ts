@@ -116,15 +116,21 @@ describe('chunk consumer', () => {
     await runInDurableObject(progress, (_instance, state) => {
       state.storage.sql.exec('ALTER TABLE state RENAME TO state_away');
     });
-    const failed = await deliver(CHUNKS, [message], 1);
-    expect(failed.explicitAcks).toEqual([]);
-    expect(failed.retryMessages).toMatchObject([{ msgId: expect.any(String) }]);
+    // Each failed attempt asks for a retry after a longer delay: 5 s after the first, 10 s after the second.
+    for (const [attempt, delaySeconds] of [
+      [1, 5],
+      [2, 10],
+    ] as const) {
+      const failed = await deliver(CHUNKS, [message], attempt);
+      expect(failed.explicitAcks).toEqual([]);
+      expect(failed.retryMessages).toEqual([{ msgId: expect.any(String), delaySeconds }]);
+    }
     await runInDurableObject(progress, (_instance, state) => {
       state.storage.sql.exec('ALTER TABLE state_away RENAME TO state');
     });
     expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'pending', processed_lines: 0 });
 
-    const retried = await deliver(CHUNKS, [message], 2);
+    const retried = await deliver(CHUNKS, [message], 3);
     expect(retried.explicitAcks).toHaveLength(1);
     expect(await status(merchant.secretKey, id)).toMatchObject({ status: 'completed', processed_lines: 10 });
     const { rows } = await download(merchant.secretKey, id);

@@ -10,6 +10,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isoTimestamp } from '../../src/lib/time';
 import type { WebhookDeliveryMessage } from '../../src/schemas/webhooks';
 import { attemptDelivery } from '../../src/services/webhooks/delivery';
+import { webhookConfig } from '../../src/services/webhooks/config';
 import { webhookDeps, type WebhookDeps } from '../../src/services/webhooks/deps';
 import { createEndpoint, rotateSecret } from '../../src/services/webhooks/endpoints';
 import { insertEventWithDeliveries } from '../../src/storage/webhooks';
@@ -45,29 +46,64 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** An answer that never comes: the request waits until its signal aborts, as a real fetch does. */
+const NO_ANSWER = Symbol('no answer');
+
+/** An attempt's time limit as the harness hands it out: the test fires it instead of waiting. */
+interface Timer {
+  ms: number;
+  signal: AbortSignal;
+  fire: () => void;
+}
+
 interface Harness {
   deps: WebhookDeps;
   now: { value: Date };
   requests: Request[];
-  answers: (Response | Error)[];
+  /** The signal each request was sent with. */
+  signals: (AbortSignal | null)[];
+  answers: (Response | Error | typeof NO_ANSWER)[];
+  timers: Timer[];
+  /** Resolves once a request is waiting for an answer that never comes. */
+  waiting: Promise<void>;
 }
 
 function harness(delays: number[], allowLocal = false): Harness {
   const now = { value: T0 };
   const requests: Request[] = [];
-  const answers: (Response | Error)[] = [];
+  const signals: (AbortSignal | null)[] = [];
+  const answers: Harness['answers'] = [];
+  const timers: Timer[] = [];
+  let nowWaiting = () => {};
+  const waiting = new Promise<void>((resolve) => {
+    nowWaiting = resolve;
+  });
   const deps: WebhookDeps = {
     ...webhookDeps(env, () => now.value),
-    config: { retryDelaysSeconds: delays, allowLocal, timeoutMs: 10_000 },
+    // The app's own attempt timeout.
+    config: { retryDelaysSeconds: delays, allowLocal, timeoutMs: webhookConfig(env).timeoutMs },
     random: () => 0.5, // jitter factor exactly 1
+    timeoutSignal: (ms) => {
+      const controller = new AbortController();
+      const fire = () => controller.abort(new DOMException('The operation timed out.', 'TimeoutError'));
+      timers.push({ ms, signal: controller.signal, fire });
+      return controller.signal;
+    },
     fetch: async (url, init) => {
       requests.push(new Request(url, init));
+      signals.push(init.signal ?? null);
       const answer = answers.shift() ?? new Response(null, { status: 204 });
+      if (answer === NO_ANSWER) {
+        const { signal } = init;
+        nowWaiting();
+        if (!signal) throw new Error('sent without a time limit: it would wait forever');
+        return new Promise<Response>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+      }
       if (answer instanceof Error) throw answer;
       return answer;
     },
   };
-  return { deps, now, requests, answers };
+  return { deps, now, requests, signals, answers, timers, waiting };
 }
 
 /** An endpoint and one pending delivery of a fresh event to it; no queue message is sent. */
@@ -121,17 +157,26 @@ describe('the schedule', () => {
     expect(await attemptDelivery(h.deps, { deliveryId, attempt: 2 })).toEqual({ result: 'deferred', delaySeconds: 3_590 });
     expect(h.requests).toHaveLength(1);
 
-    // Attempt 2 on time: the receiver does not answer within 10 s.
+    // Attempt 2 on time: the receiver never answers. The request carries a 10 s time limit; the
+    // attempt waits for it, and when it runs out (fired here, not waited for) counts as timed out.
     h.now.value = new Date(T0.getTime() + HOUR);
-    h.answers.push(new DOMException('The operation timed out.', 'TimeoutError'));
-    expect(await attemptDelivery(h.deps, { deliveryId, attempt: 2 })).toMatchObject({ result: 'retry_scheduled', statusCode: null });
+    h.answers.push(NO_ANSWER);
+    let settled = false;
+    const timingOut = attemptDelivery(h.deps, { deliveryId, attempt: 2 }).finally(() => {
+      settled = true;
+    });
+    await h.waiting;
+    const timer = h.timers.find((t) => t.signal === h.signals[1]);
+    expect(timer?.ms).toBe(10_000);
+    expect(settled).toBe(false);
+    timer?.fire();
+    expect(await timingOut).toMatchObject({ result: 'retry_scheduled', statusCode: null });
     expect(await deliveryRow(deliveryId)).toMatchObject({
       attempts: 2,
       last_status_code: null,
       last_error: 'timed out after 10 s',
       next_attempt_at: '2026-12-01T13:00:00.000Z',
     });
-    expect(h.requests[1]?.signal).toBeDefined();
 
     // Attempt 3, the last: a redirect is not followed and counts as a failure.
     h.now.value = new Date(T0.getTime() + 3 * HOUR);

@@ -91,13 +91,16 @@ describe('revocation while a request authenticates', () => {
     });
     expect((await listing(key)).status).toBe(200);
     vi.restoreAllMocks();
-    const cached = await env.BIN_CACHE.get<{ merchantName: string }>(`auth:${await sha256Hex(key)}`, 'json');
-    expect(cached?.merchantName ?? 'Renamed Race Shop').toBe('Renamed Race Shop');
-    // user_name on a new transaction is the merchant's current name.
+    // The in-flight request wrote the caller it read (the old name) after the change had deleted
+    // the entry; it saw the change on reading D1 again and took its write back.
+    const cacheKey = `auth:${await sha256Hex(key)}`;
+    expect(await env.BIN_CACHE.get(cacheKey)).toBeNull();
+    // user_name on a new transaction is the merchant's current name, and that request caches it.
     const sale = await call('POST', '/api/transaction', {
       key,
       body: { transaction_type: 'sale', amount: 100, cc_number: '4111111111111111', cc_expiration: '12/30' },
     });
     expect((await sale.json<{ data: { user_name: string } }>()).data.user_name).toBe('Renamed Race Shop');
+    expect(await env.BIN_CACHE.get(cacheKey, 'json')).toMatchObject({ merchantName: 'Renamed Race Shop' });
   });
 });

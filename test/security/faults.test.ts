@@ -244,14 +244,34 @@ describe('delivery order and repetition', () => {
                 })
               : null,
           ];
+          // A binding fault goes before the first delivery of a chunk, the one that does the chunk's
+          // work (reads it from R2, records its rows in its ledger shard, writes its result part): a repeat of a
+          // finished chunk touches none of them, so a fault set there might never fire.
+          const firstDeliveries = schedule.flatMap((m, n) => (schedule.findIndex((o) => o.chunk === m.chunk) === n ? [n] : []));
+          const faultAt = fault === 'evict' ? at % schedule.length : firstDeliveries[at % firstDeliveries.length];
+          // The binding calls made to fail once, to check below that the failure was served.
+          const failOnce: { mock: { settledResults: { type: string }[] } }[] = [];
+          let evicted = false;
+          let ledgerFault: ReturnType<typeof failLedgerCallOnce> | null = null;
           await settle(schedule, async (n) => {
-            if (n !== at % schedule.length) return;
-            if (fault === 'r2-get') spies.push(vi.spyOn(env.FILES, 'get').mockRejectedValueOnce(new Error('R2 down')));
-            if (fault === 'r2-put') spies.push(vi.spyOn(env.FILES, 'put').mockRejectedValueOnce(new Error('R2 down')));
-            if (fault === 'ledger-claim') spies.push(failLedgerCallOnce('claim').spy);
-            if (fault === 'evict') await evictDurableObject(env.BATCH_PROGRESS.getByName(id));
+            if (n !== faultAt) return;
+            if (fault === 'r2-get') failOnce.push(vi.spyOn(env.FILES, 'get').mockRejectedValueOnce(new Error('R2 down')));
+            if (fault === 'r2-put') failOnce.push(vi.spyOn(env.FILES, 'put').mockRejectedValueOnce(new Error('R2 down')));
+            if (fault === 'ledger-claim') ledgerFault = failLedgerCallOnce('claim');
+            if (fault === 'evict') {
+              await evictDurableObject(env.BATCH_PROGRESS.getByName(id));
+              evicted = true;
+            }
           });
-          for (const spy of spies) spy?.mockRestore();
+          // The fault fired (a run where it never did would prove nothing): the binding call was made
+          // and rejected, the processor was asked for the charge that throws, the object was evicted.
+          expect(failOnce.map((spy) => spy.mock.settledResults[0]?.type), fault).toEqual(
+            fault === 'r2-get' || fault === 'r2-put' ? ['rejected'] : [],
+          );
+          expect((ledgerFault as ReturnType<typeof failLedgerCallOnce> | null)?.fired() ?? false, fault).toBe(fault === 'ledger-claim');
+          if (fault === 'processor') expect(calls, fault).toBeGreaterThan(at % rows);
+          expect(evicted, fault).toBe(fault === 'evict');
+          for (const spy of [...spies, ...failOnce, (ledgerFault as ReturnType<typeof failLedgerCallOnce> | null)?.spy ?? null]) (spy as { mockRestore: () => void } | null)?.mockRestore();
           await expectCompletedExactlyOnce(id, rows);
         },
       ),

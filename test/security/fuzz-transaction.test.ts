@@ -6,7 +6,7 @@
 import { env } from 'cloudflare:workers';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { INPUT_COLUMNS, type TransactionInput } from '../../src/schemas/transaction-columns';
+import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from '../../src/schemas/transaction-columns';
 import { authenticateKey } from '../../src/services/merchants';
 import { processTransactions } from '../../src/services/transactions/engine';
 import type { Caller } from '../../src/env';
@@ -26,6 +26,22 @@ beforeAll(async () => {
 /** Any string a CSV field can hold (no quote or line end), or worse. */
 const fieldValue = fc.oneof(hostileString, fc.string({ maxLength: 30 }), unicodeDigits(1, 20), fc.string({ minLength: 250, maxLength: 300 }));
 const anyInput = fc.dictionary(fc.constantFrom(...INPUT_COLUMNS), fieldValue, { maxKeys: INPUT_COLUMNS.length });
+/**
+ * The field a refusal of one column in a card sale names: the column itself, except the ACH columns
+ * that turn the row into a card and an ACH account at once; that refusal names the two payment
+ * sources ("cc_number, ach_account_number").
+ */
+function refusedField(column: InputColumn): InputColumn {
+  const achOnly: readonly InputColumn[] = ['ach_routing_number', 'ach_account_type', 'ach_sec_code'];
+  return achOnly.includes(column) ? 'ach_account_number' : column;
+}
+
+/** Every error names that field (an error's `field` may list several, comma-separated). */
+function expectErrorsNaming(errors: readonly { field: string; msg: string }[], field: InputColumn): void {
+  expect(errors.length).toBeGreaterThan(0);
+  for (const error of errors) expect(error.field.split(', '), `${error.field}: ${error.msg}`).toContain(field);
+}
+
 /** A valid card sale with one column replaced by an arbitrary string. */
 const oneBadColumn = fc.tuple(fc.constantFrom(...INPUT_COLUMNS), fieldValue).map(([column, value]) => ({
   column,
@@ -57,6 +73,7 @@ describe('the engine under arbitrary field values', () => {
   it('one arbitrary column in a valid sale: processed, or an error row naming that column', async () => {
     await fc.assert(
       fc.asyncProperty(oneBadColumn, async ({ column, input }) => {
+        // A batch of its own per run (so a key of its own: a shrinking run reuses a column with another value).
         const batchId = randomId(20, 'bat_');
         const [outcome] = await processTransactions(
           env,
@@ -67,8 +84,8 @@ describe('the engine under arbitrary field values', () => {
         );
         expect(outcome?.record).not.toBeNull();
         if (outcome && !outcome.ok) {
-          // The refusal is about the column that changed (or the payment source it completes).
-          expect(outcome.errors.map((e) => e.field).join(' ')).toMatch(new RegExp(`${column}|cc_number|customer_id|ach_account_number|amount`));
+          // The refusal is about the column that changed, and nothing else.
+          expectErrorsNaming(outcome.errors, refusedField(column));
         }
       }),
       fuzzRuns(80),
@@ -82,8 +99,7 @@ describe('the engine under arbitrary field values', () => {
         expect([201, 400]).toContain(response.status);
         if (response.status === 400) {
           const body = await expectFailedEnvelope(response);
-          expect(body.errors?.length ?? 0).toBeGreaterThan(0);
-          expect(body.msg).toMatch(new RegExp(`${column}|cc_number|customer_id|ach_account_number|amount`));
+          expectErrorsNaming(body.errors ?? [], refusedField(column));
         } else await response.body?.cancel();
       }),
       fuzzRuns(40),

@@ -3,7 +3,9 @@
  * Object laid over it while the batch runs.
  */
 import type { Env } from '../../env';
-import { findMerchantBatch, listMerchantBatches, type BatchRow } from '../../storage/batches';
+import { isoTimestamp, type Clock } from '../../lib/time';
+import { deleteBatchesCreatedBefore, findMerchantBatch, listMerchantBatches, type BatchRow } from '../../storage/batches';
+import { retentionDays } from '../transactions/ledger';
 import type { BatchRecord } from '../../schemas/filebatch-response';
 import type { BatchSnapshot } from './state';
 
@@ -52,3 +54,22 @@ export async function listBatches(
   return { batches: records, total };
 }
 
+
+/** Batch records deleted per statement. */
+const RECORDS_PER_STATEMENT = 500;
+
+/**
+ * Retention of batch records: a batch's D1 row is deleted one day after its ledger shard passed
+ * TRANSACTION_RETENTION_DAYS and was archived (its transaction ids then answer "archived" by the day
+ * they carry). Bounded like every daily job: at most `maxStatements` statements, then the next run.
+ */
+export async function deleteExpiredBatchRecords(env: Env, clock: Clock, maxStatements = Infinity): Promise<{ removed: number; finished: boolean }> {
+  const cutoff = isoTimestamp(new Date(clock().getTime() - (retentionDays(env) + 1) * 86_400_000));
+  let removed = 0;
+  for (let statements = 0; statements < maxStatements; statements++) {
+    const deleted = await deleteBatchesCreatedBefore(env.DB, cutoff, RECORDS_PER_STATEMENT);
+    removed += deleted;
+    if (deleted < RECORDS_PER_STATEMENT) return { removed, finished: true };
+  }
+  return { removed, finished: false };
+}

@@ -69,25 +69,39 @@ export async function resultPart(bucket: R2Bucket, batchId: string, chunk: numbe
   return part.body;
 }
 
+/** Batches swept per page at most. */
+const SWEEP_PAGE = 50;
+
 /**
  * Retention: deletes the result parts and the Durable Object of batches that ended more than
  * BATCH_RETENTION_DAYS ago (completed ones stop being downloadable: "batch results expired"; failed
  * ones may have left partial parts). Their D1 records stay, so status still answers. Returns how
  * many batches it swept.
+ *
+ * A run makes at most about `maxStatements` D1 statements, R2 calls and object calls (each counts
+ * against the invocation's limits): a page costs its listing, an UPDATE, and three calls per batch
+ * (its result parts listed and deleted, its object emptied). Whatever is left waits for the next
+ * run (`finished: false`); the listing finds it again, as only swept batches are marked.
  */
-export async function deleteExpiredResults(env: Env, clock: Clock): Promise<number> {
+export async function deleteExpiredResults(env: Env, clock: Clock, maxStatements = Infinity): Promise<{ swept: number; finished: boolean }> {
   const now = clock();
   const cutoff = isoTimestamp(new Date(now.getTime() - batchLimits(env).retentionDays * 86_400_000));
   let swept = 0;
+  let statements = 0;
   for (;;) {
-    const ids = await listBatchesEndedBefore(env.DB, cutoff, 50);
-    if (ids.length === 0) return swept;
+    const pageSize = Math.min(SWEEP_PAGE, Math.floor((maxStatements - statements - 2) / 3));
+    if (pageSize < 1) return { swept, finished: false };
+    const ids = await listBatchesEndedBefore(env.DB, cutoff, pageSize);
+    statements++;
+    if (ids.length === 0) return { swept, finished: true };
     for (const id of ids) {
-      await deleteResultParts(env.FILES, id);
+      statements += await deleteResultParts(env.FILES, id);
       // The batch's object (state, chunk map) goes with its results; D1 keeps the record.
       await env.BATCH_PROGRESS.getByName(id).destroy();
+      statements++;
     }
     await markResultsDeleted(env.DB, ids, isoTimestamp(now));
+    statements++;
     swept += ids.length;
   }
 }

@@ -110,7 +110,7 @@ async function send(
       body: delivery.payload,
       // A redirect could lead anywhere, past the URL rules: it counts as a failed attempt.
       redirect: 'manual',
-      signal: AbortSignal.timeout(deps.config.timeoutMs),
+      signal: deps.timeoutSignal(deps.config.timeoutMs),
     });
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));

@@ -1,4 +1,4 @@
-/** What the webhook services touch, built from the Worker's env; tests may swap `fetch`, `clock`, `random`. */
+/** What the webhook services touch, built from the Worker's env; tests may swap `fetch`, `clock`, `random`, `timeoutSignal`. */
 import type { Env } from '../../env';
 import { systemClock, type Clock } from '../../lib/time';
 import type { WebhookDeliveryMessage } from '../../schemas/webhooks';
@@ -16,6 +16,8 @@ export interface WebhookDeps {
   fetch: OutgoingFetch;
   /** In [0, 1): the retry jitter. */
   random: () => number;
+  /** A signal that aborts with a TimeoutError after `ms`: an attempt's time limit (a test fires it itself). */
+  timeoutSignal: (ms: number) => AbortSignal;
 }
 
 export function webhookDeps(env: Env, clock: Clock = systemClock): WebhookDeps {
@@ -28,5 +30,6 @@ export function webhookDeps(env: Env, clock: Clock = systemClock): WebhookDeps {
     // Looked up at call time, so a test that intercepts globalThis.fetch intercepts deliveries too.
     fetch: (url, init) => fetch(url, init),
     random: Math.random,
+    timeoutSignal: (ms) => AbortSignal.timeout(ms),
   };
 }
