@@ -18,19 +18,24 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
 import { ledgerArchiveKey, writeArchive } from '../storage/ledger-archive';
+import { gunzipText, gzipText } from '../lib/gzip';
 import {
-  appendToPage,
   archiveLine,
   clearPageHashes,
   initialiseShard,
   insertClaim,
+  insertPageRows,
   listClaims,
   markHashesCleared,
   packRecord,
   pageBatch,
+  pagePieces,
   readMeta,
-  readPages,
+  readPageRows,
+  recordedKeys,
+  unpackRecord,
   updateClaim,
+  type PageRow,
   type ClaimRequest,
   type PackedRecord,
   type RetentionOutcome,
@@ -80,8 +85,11 @@ export class LedgerShard extends DurableObject<Env> {
     const wanted = new Set(query.keys ?? []);
     const ids = new Set(query.ids ?? []);
     const found = new Map<string, StoredTransaction>();
-    for (const stored of readPages(this.ctx.storage.sql, shard.merchantId, query)) {
-      if (wanted.has(keyOf(stored)) || ids.has(String(stored.record.id))) found.set(keyOf(stored), stored);
+    for (const row of readPageRows(this.ctx.storage.sql, query)) {
+      for (const packed of await decodePage(row)) {
+        const stored = unpackRecord(shard.merchantId, packed);
+        if (wanted.has(keyOf(stored)) || ids.has(String(stored.record.id))) found.set(keyOf(stored), stored);
+      }
     }
     for (const key of wanted) {
       const claim = claims.get(key);
@@ -103,7 +111,7 @@ export class LedgerShard extends DurableObject<Env> {
     this.ctx.storage.transactionSync(() => {
       const seen = new Set<string>();
       for (const { page, entries } of requests) {
-        const recorded = new Set(readPages(sql, shard.merchantId, { exact: [page], floor: [] }).map(keyOf));
+        const recorded = recordedKeys(sql, page);
         const free = entries.filter((stored) => {
           const key = keyOf(stored);
           if (claims.has(key) || recorded.has(key) || seen.has(key)) return false;
@@ -124,19 +132,39 @@ export class LedgerShard extends DurableObject<Env> {
     return claimed;
   }
 
-  /** Writes the records of claims still open (their page, one row per claim) and closes those claims; answers the keys written. */
+  /**
+   * Writes the records of claims still open (their page: gzip for a batch chunk, plain JSON for an API
+   * transaction) and closes those claims; answers the keys written.
+   */
   async complete(shard: ShardIdentity, records: readonly StoredTransaction[]): Promise<string[]> {
     // Once the shard has dropped its hashes, a late record keeps none either.
     const keepHashes = readMeta(this.ctx.storage.sql)?.hashesClearAt != null;
-    const byClaim = this.#byClaim(shard, keepHashes ? records : records.map((stored) => ({ ...stored, requestHash: '' })));
-    this.ctx.storage.transactionSync(() => {
-      for (const [claimId, list] of byClaim) {
-        const row = this.#claimRows.get(claimId);
-        if (row) appendToPage(this.ctx.storage.sql, row.page, list);
-        this.#writeClose(claimId, list.map(keyOf));
-      }
-    });
-    return this.#forget(byClaim);
+    const answers = keepHashes ? records : records.map((stored) => ({ ...stored, requestHash: '' }));
+    for (;;) {
+      const byClaim = this.#byClaim(shard, answers);
+      const encoded = await Promise.all(
+        [...byClaim].map(async ([claimId, list]) => {
+          const row = this.#claimRows.get(claimId);
+          const pieces = pagePieces(list);
+          const compress = shard.name.includes('/batch/');
+          const rows = await Promise.all(
+            pieces.map(async (piece) => ({ keys: piece.keys, format: compress ? ('gzip' as const) : ('json' as const), records: compress ? await gzipText(piece.json) : piece.json })),
+          );
+          return { claimId, list, page: row?.page ?? null, rows };
+        }),
+      );
+      // Compressing awaited: another call may have closed some of these claims meanwhile. Write only
+      // if none changed, in one step; otherwise encode again what is still open.
+      const unchanged = encoded.every(({ claimId, list }) => list.every((stored) => this.#claims?.get(keyOf(stored))?.claimId === claimId));
+      if (!unchanged) continue;
+      this.ctx.storage.transactionSync(() => {
+        for (const { claimId, list, page, rows } of encoded) {
+          if (page !== null) insertPageRows(this.ctx.storage.sql, page, rows);
+          this.#writeClose(claimId, list.map(keyOf));
+        }
+      });
+      return this.#forget(byClaim);
+    }
   }
 
   /** Drops open claims whose charge never reached the processor (their keys are free again); answers the keys released. */
@@ -214,7 +242,7 @@ export class LedgerShard extends DurableObject<Env> {
     let after: { page: string; seq: number } | null = null;
     let claimsSent = false;
     const sql = this.ctx.storage.sql;
-    outcome.lines = await writeArchive(this.env.FILES, key, () => {
+    outcome.lines = await writeArchive(this.env.FILES, key, async () => {
       if (!claimsSent) {
         claimsSent = true;
         // A claim never answered in 18 months is archived as it stands (status `processing`).
@@ -226,7 +254,9 @@ export class LedgerShard extends DurableObject<Env> {
       const last = rows.at(-1);
       if (!last) return null;
       after = { page: last.page, seq: last.seq };
-      return rows.flatMap((row) => (JSON.parse(row.records) as PackedRecord[]).map((packed) => archiveLine(merchantId, packed)));
+      const lines: string[] = [];
+      for (const row of rows) for (const packed of await decodePage(row)) lines.push(archiveLine(merchantId, packed));
+      return lines;
     });
     await this.ctx.storage.deleteAll();
     this.#claims = null;
@@ -238,4 +268,10 @@ export class LedgerShard extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     await this.runRetention(new Date().toISOString());
   }
+}
+
+/** A page row's records, decompressed if need be. */
+async function decodePage(row: PageRow): Promise<PackedRecord[]> {
+  const text = row.format === 'gzip' ? await gunzipText(row.records as ArrayBuffer) : String(row.records);
+  return JSON.parse(text) as PackedRecord[];
 }

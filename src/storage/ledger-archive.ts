@@ -17,14 +17,14 @@ export function ledgerArchiveKey(shardName: string): string {
  * Writes the lines `next()` hands out (null: no more) gzip-compressed to `key`, holding at most
  * about one R2 part (5 MiB of compressed bytes) in memory; answers the number of lines written.
  */
-export async function writeArchive(bucket: R2Bucket, key: string, next: () => string[] | null): Promise<number> {
+export async function writeArchive(bucket: R2Bucket, key: string, next: () => Promise<string[] | null>): Promise<number> {
   const gzip = new CompressionStream('gzip');
   const writer = gzip.writable.getWriter();
   const encoder = new TextEncoder();
   let lines = 0;
   const feeding = (async () => {
     try {
-      for (let batch = next(); batch !== null; batch = next()) {
+      for (let batch = await next(); batch !== null; batch = await next()) {
         if (batch.length === 0) continue;
         lines += batch.length;
         await writer.write(encoder.encode(`${batch.join('\n')}\n`));

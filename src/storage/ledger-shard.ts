@@ -6,7 +6,9 @@
  *   claims  one row per claim: the pending records of the requests one attempt is about to send
  *           to their processors (a batch chunk's rows, or one API request), deleted when answered
  *   pages   the completed records, many per row: a batch chunk's records are one page (split when
- *           a page would pass MAX_PAGE_CHARS), an API transaction is a page of its own, keyed by its id
+ *           a page would pass MAX_PAGE_CHARS), gzip-compressed, with the keys it holds beside them
+ *           in the clear (a claim checks them without decompressing); an API transaction is a page
+ *           of its own, keyed by its id, as plain JSON (its request hash is dropped later in place)
  *   meta    when the shard's period started, when its request hashes are cleared, when it is archived
  *
  * Records travel and rest as compact JSON arrays (`packRecord`): the result CSV's columns in order,
@@ -102,7 +104,9 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE IF NOT EXISTS pages (
      page TEXT NOT NULL,
      seq INTEGER NOT NULL,
-     records TEXT NOT NULL,
+     keys TEXT NOT NULL,
+     format TEXT NOT NULL CHECK (format IN ('json', 'gzip')),
+     records BLOB NOT NULL,
      PRIMARY KEY (page, seq)
    ) WITHOUT ROWID;`,
 ];
@@ -152,12 +156,15 @@ export function hasTables(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
 }
 
+/** Creates the tables, or upgrades them to LEDGER_SCHEMA_VERSION (the steps not applied yet). */
+export function createShardTables(sql: SqlStorage): void {
+  const version = hasTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
+  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+}
+
 /** Creates or upgrades the tables and writes the shard's meta row; answers the meta in force. */
 export function initialiseShard(sql: SqlStorage, meta: ShardMeta): ShardMeta {
-  const version = hasTables(sql)
-    ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0)
-    : 0;
-  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  createShardTables(sql);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, name, period_start, hashes_clear_at, archive_at) VALUES (1, ?, ?, ?, ?, ?)
      ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,
@@ -224,35 +231,65 @@ export function updateClaim(sql: SqlStorage, id: number, entries: readonly Store
 
 // == Pages ===================================================================================
 
-/** Appends completed records to a page (one row per ~1 MB of records). */
-export function appendToPage(sql: SqlStorage, page: string, records: readonly StoredTransaction[]): void {
-  let seq = sql.exec<{ next: number }>('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM pages WHERE page = ?', page).one().next;
-  let current: string[] = [];
+/** A page row to write: the keys it holds, and its records as JSON (compressed or not by the caller). */
+export interface PagePiece {
+  keys: string[];
+  json: string;
+}
+
+export type PageFormat = 'json' | 'gzip';
+
+/** A page row as stored: its records are JSON text, or gzip bytes of it. */
+export type PageRow = {
+  page: string;
+  seq: number;
+  format: PageFormat;
+  records: string | ArrayBuffer;
+};
+
+/** Completed records cut into page rows of at most ~1 MB of JSON each. */
+export function pagePieces(records: readonly StoredTransaction[]): PagePiece[] {
+  const pieces: PagePiece[] = [];
+  let keys: string[] = [];
+  let json: string[] = [];
   let size = 0;
   const flush = () => {
-    if (current.length === 0) return;
-    sql.exec('INSERT INTO pages (page, seq, records) VALUES (?, ?, ?)', page, seq++, `[${current.join(',')}]`);
-    current = [];
+    if (json.length === 0) return;
+    pieces.push({ keys, json: `[${json.join(',')}]` });
+    keys = [];
+    json = [];
     size = 0;
   };
   for (const record of records) {
-    const json = JSON.stringify(packRecord(record));
-    if (size + json.length > MAX_PAGE_CHARS) flush();
-    current.push(json);
-    size += json.length + 1;
+    const text = JSON.stringify(packRecord(record));
+    if (size + text.length > MAX_PAGE_CHARS) flush();
+    keys.push(String(record.record.idempotency_key));
+    json.push(text);
+    size += text.length + 1;
   }
   flush();
+  return pieces;
+}
+
+/** Appends page rows to a page. */
+export function insertPageRows(sql: SqlStorage, page: string, rows: readonly { keys: string[]; format: PageFormat; records: string | Uint8Array }[]): void {
+  let seq = sql.exec<{ next: number }>('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM pages WHERE page = ?', page).one().next;
+  for (const row of rows) {
+    sql.exec('INSERT INTO pages (page, seq, keys, format, records) VALUES (?, ?, ?, ?, ?)', page, seq++, JSON.stringify(row.keys), row.format, row.records);
+  }
+}
+
+/** The keys recorded in a page (a claim's check; nothing is decompressed). */
+export function recordedKeys(sql: SqlStorage, page: string): Set<string> {
+  const rows = sql.exec<{ keys: string }>('SELECT keys FROM pages WHERE page = ?', page).toArray();
+  return new Set(rows.flatMap((row) => JSON.parse(row.keys) as string[]));
 }
 
 /**
- * The records of pages: `exact` pages by name, and for each `floor` value the page with the
- * greatest name not above it (a batch row's line finds its chunk's page this way).
+ * The rows of pages: `exact` pages by name, and for each `floor` value the page with the greatest
+ * name not above it (a batch row's line finds its chunk's page this way).
  */
-export function readPages(
-  sql: SqlStorage,
-  merchantId: string,
-  pages: { exact: readonly string[]; floor: readonly string[] },
-): StoredTransaction[] {
+export function readPageRows(sql: SqlStorage, pages: { exact: readonly string[]; floor: readonly string[] }): PageRow[] {
   if (!hasTables(sql)) return [];
   const names = new Set(pages.exact);
   for (const value of pages.floor) {
@@ -260,16 +297,17 @@ export function readPages(
     if (found !== null) names.add(found);
   }
   if (names.size === 0) return [];
-  const rows = sql
-    .exec<{ records: string }>('SELECT records FROM pages WHERE page IN (SELECT value FROM json_each(?)) ORDER BY page, seq', JSON.stringify([...names]))
+  return sql
+    .exec<PageRow>('SELECT page, seq, format, records FROM pages WHERE page IN (SELECT value FROM json_each(?)) ORDER BY page, seq', JSON.stringify([...names]))
     .toArray();
-  return rows.flatMap((row) => (JSON.parse(row.records) as PackedRecord[]).map((packed) => unpackRecord(merchantId, packed)));
 }
 
-/** Drops the request hashes kept in every page (the idempotency window is over). */
+/** Drops the request hashes kept in plain pages (API transactions; batch pages keep none). */
 export function clearPageHashes(sql: SqlStorage): number {
   let changed = 0;
-  const rows = sql.exec<{ page: string; seq: number; records: string }>(`SELECT * FROM pages WHERE records NOT LIKE '[["",%'`).toArray();
+  const rows = sql
+    .exec<{ page: string; seq: number; records: string }>(`SELECT page, seq, records FROM pages WHERE format = 'json' AND records NOT LIKE '[["",%'`)
+    .toArray();
   for (const row of rows) {
     const records = (JSON.parse(row.records) as PackedRecord[]).map(withoutHash);
     sql.exec('UPDATE pages SET records = ? WHERE page = ? AND seq = ?', JSON.stringify(records), row.page, row.seq);
@@ -278,17 +316,12 @@ export function clearPageHashes(sql: SqlStorage): number {
   return changed;
 }
 
-/** Every page, in order, `limit` rows at a time from `after` (the archive's reader). */
-export function pageBatch(sql: SqlStorage, after: { page: string; seq: number } | null, limit: number): { page: string; seq: number; records: string }[] {
+/** Every page row, in order, `limit` rows at a time from `after` (the archive's reader). */
+export function pageBatch(sql: SqlStorage, after: { page: string; seq: number } | null, limit: number): PageRow[] {
   return after === null
-    ? sql.exec<{ page: string; seq: number; records: string }>('SELECT * FROM pages ORDER BY page, seq LIMIT ?', limit).toArray()
+    ? sql.exec<PageRow>('SELECT page, seq, format, records FROM pages ORDER BY page, seq LIMIT ?', limit).toArray()
     : sql
-        .exec<{ page: string; seq: number; records: string }>(
-          'SELECT * FROM pages WHERE (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?',
-          after.page,
-          after.seq,
-          limit,
-        )
+        .exec<PageRow>('SELECT page, seq, format, records FROM pages WHERE (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?', after.page, after.seq, limit)
         .toArray();
 }
 

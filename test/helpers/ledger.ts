@@ -7,7 +7,9 @@ import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { vi } from 'vitest';
 import { ledgerShardName, utcDay } from '../../src/services/transactions/ledger';
-import { unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
+import { gunzipText } from '../../src/lib/gzip';
+import { createCallsTable } from '../../src/storage/sandbox-calls';
+import { createShardTables, unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
 
 export function batchShardName(merchantId: string, batchId: string): string {
   return ledgerShardName({ kind: 'batch', merchantId, batchId });
@@ -35,13 +37,16 @@ export async function shardEntries(name: string): Promise<Map<string, StoredTran
 /** The same, as stored: a key recorded twice would appear twice. */
 export async function shardEntryList(name: string): Promise<StoredTransaction[]> {
   const merchantId = name.split('/')[0] ?? '';
-  const packed = await runInDurableObject(shard(name), (_instance, state) => {
+  const stored = await runInDurableObject(shard(name), (_instance, state) => {
     const sql = state.storage.sql;
-    if (!tableExists(sql, 'pages')) return [] as PackedRecord[];
-    const pages = sql.exec<{ records: string }>('SELECT records FROM pages ORDER BY page, seq').toArray();
-    const claims = sql.exec<{ entries: string }>('SELECT entries FROM claims ORDER BY id').toArray();
-    return [...pages.map((p) => p.records), ...claims.map((c) => c.entries)].flatMap((json) => JSON.parse(json) as PackedRecord[]);
+    if (!tableExists(sql, 'pages')) return { pages: [], claims: [] };
+    return {
+      pages: sql.exec<{ format: string; records: string | ArrayBuffer }>('SELECT format, records FROM pages ORDER BY page, seq').toArray(),
+      claims: sql.exec<{ entries: string }>('SELECT entries FROM claims ORDER BY id').toArray(),
+    };
   });
+  const texts = await Promise.all(stored.pages.map((p) => (p.format === 'gzip' ? gunzipText(p.records as ArrayBuffer) : String(p.records))));
+  const packed = [...texts, ...stored.claims.map((c) => c.entries)].flatMap((json) => JSON.parse(json) as PackedRecord[]);
   return packed.map((record) => unpackRecord(merchantId, record));
 }
 
@@ -78,20 +83,20 @@ let triggerSeq = 0;
 /**
  * Makes a Durable Object's SQLite refuse a write, as a storage failure would, until the returned
  * function is called: `BEFORE event ON table WHEN condition` aborts the statement (SQLite's RAISE).
- * `create` makes the table first when the object is new (the object's own statement, as it would).
+ * `create` makes the tables first when the object is new (the object's own statements).
  * `condition` is SQL written by the test itself.
  */
 async function failObjectWrites(
   stub: DurableObjectStub,
   event: 'INSERT' | 'UPDATE' | 'DELETE',
   table: string,
-  create: readonly string[],
+  create: (sql: SqlStorage) => void,
   condition: string,
 ): Promise<() => Promise<void>> {
   const trigger = `test_fault_${++triggerSeq}`;
   await runInDurableObject(stub, (_instance, state) => {
     const sql = state.storage.sql;
-    if (!tableExists(sql, table)) for (const statement of create) sql.exec(statement);
+    if (!tableExists(sql, table)) create(sql);
     sql.exec(`CREATE TRIGGER ${trigger} BEFORE ${event} ON ${table} WHEN ${condition} BEGIN SELECT RAISE(ABORT, 'injected storage fault'); END`);
   });
   return async () => {
@@ -107,10 +112,7 @@ export function failShardWrites(name: string, event: 'INSERT' | 'UPDATE' | 'DELE
     shard(name),
     event,
     table,
-    [
-      'CREATE TABLE IF NOT EXISTS claims (id INTEGER PRIMARY KEY, page TEXT NOT NULL, created_at TEXT NOT NULL, entries TEXT NOT NULL)',
-      'CREATE TABLE IF NOT EXISTS pages (page TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (page, seq)) WITHOUT ROWID',
-    ],
+    createShardTables,
     condition,
   );
 }
@@ -121,7 +123,7 @@ export function failSandboxCharges(stub: DurableObjectStub, key: string): Promis
     stub,
     'INSERT',
     'calls',
-    ["CREATE TABLE IF NOT EXISTS calls (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('charge', 'lookup')), entries TEXT NOT NULL)"],
+    createCallsTable,
     `NEW.kind = 'charge' AND NEW.entries LIKE '%"idempotencyKey":"${key}"%'`,
   );
 }
