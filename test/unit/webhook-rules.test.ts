@@ -45,6 +45,23 @@ describe('webhook URLs in local development (WEBHOOK_ALLOW_LOCAL=true)', () => {
     ['https://8.8.8.8/', true],
     ['https://172.32.0.1/', true], // just outside 172.16.0.0/12
     ['https://a.b.example.home.arpa/', false],
+    // Issue 21: a trailing dot, internal suffixes, IPv6 transition forms carrying a private IPv4.
+    ['https://localhost./', false],
+    ['https://LOCALHOST./', false],
+    ['https://metadata.google.internal./', false],
+    ['https://a.internal./', false],
+    ['https://[2002:a9fe:a9fe::]/', false], // 6to4 of 169.254.169.254
+    ['https://kubernetes.default.svc/', false],
+    ['https://kubernetes.default.svc./', false],
+    ['https://api.default.svc.cluster.local/', false],
+    ['https://[2002:0a00:0001::1]/', false], // 6to4 of 10.0.0.1
+    ['https://[2002:5db8:d822::1]/', true], // 6to4 of 93.184.216.34
+    ['https://[2001:0:5db8:d822::ffff:ffff]/', false], // Teredo, client 0.0.0.0
+    ['https://[2001:0:5db8:d822::f5ff:fffe]/', false], // Teredo, client 10.0.0.1 (inverted)
+    ['https://[2001:0:5db8:d822::5647:96fe]/', true], // Teredo, both addresses public
+    ['https://[2001:0:a9fe:a9fe::a247:2bcb]/', false], // Teredo via server 169.254.169.254
+    ['https://[64:ff9b:1::a9fe:a9fe]/', false], // NAT64 local-use prefix of 169.254.169.254
+    ['https://hooks.example.com./', true],
   ])('%s public: %s', (url, ok) => {
     expect(checkWebhookUrl(url, false).ok).toBe(ok);
   });
