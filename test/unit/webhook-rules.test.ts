@@ -123,19 +123,23 @@ describe('signature header', () => {
 });
 
 describe('stream tokens', () => {
-  it('open only the batch and merchant they were minted for, until they expire', async () => {
-    const token = await mintStreamToken(KEY, 'm1', 'bat_1', 1_000);
+  it('open only the batch and merchant they were minted for, while the minting key is active, until they expire', async () => {
+    const active = ['key_a', 'key_b'];
+    const token = await mintStreamToken(KEY, 'm1', 'bat_1', 1_000, 'key_b');
     expect(token).toMatch(/^bst_1000_[A-Za-z0-9_-]{43}$/);
-    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999)).toBe(true);
-    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 1_000)).toBe(false);
-    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_2', 999)).toBe(false);
-    expect(await verifyStreamToken(KEY, token, 'm2', 'bat_1', 999)).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999, active)).toBe(true);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 1_000, active)).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_2', 999, active)).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm2', 'bat_1', 999, active)).toBe(false);
+    // The key that minted it revoked: no longer among the active ones.
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999, ['key_a'])).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999, [])).toBe(false);
     // A longer life written into the token breaks its signature.
-    expect(await verifyStreamToken(KEY, token.replace('bst_1000_', 'bst_9000_'), 'm1', 'bat_1', 999)).toBe(false);
+    expect(await verifyStreamToken(KEY, token.replace('bst_1000_', 'bst_9000_'), 'm1', 'bat_1', 999, active)).toBe(false);
     const otherKey = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)));
-    expect(await verifyStreamToken(otherKey, token, 'm1', 'bat_1', 999)).toBe(false);
+    expect(await verifyStreamToken(otherKey, token, 'm1', 'bat_1', 999, active)).toBe(false);
     for (const junk of ['', 'bst_', 'bst_1000_', `bst_1000_${'A'.repeat(43)}`, 'api_demoSecretKey0000000000000000000']) {
-      expect(await verifyStreamToken(KEY, junk, 'm1', 'bat_1', 999)).toBe(false);
+      expect(await verifyStreamToken(KEY, junk, 'm1', 'bat_1', 999, active)).toBe(false);
     }
   });
 });
