@@ -120,6 +120,46 @@ export function detectBrand(digits: string): CardBrand | undefined {
   return best?.[0];
 }
 
+/**
+ * The lengths each brand issues (ISO/IEC 7812 numbers of that network, as braintree/credit-card-type
+ * lists them, Visa's legacy 13 and Maestro's 12 to 19 included). The card-number detector asks
+ * this with the IIN: a Luhn-valid run whose length no brand of its prefix issues is not a card.
+ */
+export const CARD_LENGTHS: Readonly<Record<CardBrand, readonly number[]>> = {
+  visa: [13, 16, 18, 19],
+  mastercard: [16],
+  amex: [15],
+  discover: [16, 19],
+  diners: [14, 16, 19],
+  jcb: [16, 17, 18, 19],
+  unionpay: [14, 15, 16, 17, 18, 19],
+  maestro: [12, 13, 14, 15, 16, 17, 18, 19],
+  mir: [16, 17, 18, 19],
+  elo: [16],
+  hipercard: [16],
+  hiper: [16],
+  troy: [16],
+  rupay: [16],
+  verve: [16, 18, 19],
+  naranja: [16],
+  dankort: [16],
+  uatp: [15],
+};
+
+/**
+ * Whether some brand whose IIN range holds these digits issues numbers of this length. Every
+ * matching range counts, not only the most specific: an Elo prefix inside Visa's 4 is either.
+ */
+export function hasIssuedIinAndLength(digits: string): boolean {
+  for (const range of IIN_RANGES) {
+    const head = digits.slice(0, range[1].length);
+    if (head.length === range[1].length && head >= range[1] && head <= range[2] && CARD_LENGTHS[range[0]].includes(digits.length)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /** Free-text names seen in BIN datasets → canonical ids. Keys are lower-case, single-spaced. */
 const BRAND_ALIASES: Record<string, CardBrand> = {
   visa: 'visa',

@@ -14,8 +14,26 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export type UrlVerdict = { ok: true; url: string } | { ok: false; rule: string };
 
 const LOCAL_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
-/** Names that only ever resolve inside a network (RFC 6761, RFC 6762, RFC 8375, common practice). */
-const INTERNAL_SUFFIXES = ['.localhost', '.local', '.internal', '.intranet', '.lan', '.home.arpa', '.corp'];
+/**
+ * Names that only ever resolve inside a network (RFC 6761, RFC 6762, RFC 8375, common practice:
+ * Kubernetes services `*.svc` and `*.svc.cluster.local`, Consul, router defaults).
+ */
+const INTERNAL_SUFFIXES = [
+  '.localhost',
+  '.local',
+  '.internal',
+  '.intranet',
+  '.lan',
+  '.home.arpa',
+  '.home',
+  '.corp',
+  '.private',
+  '.localdomain',
+  '.svc',
+  '.cluster',
+  '.consul',
+  '.invalid',
+];
 
 export function checkWebhookUrl(input: string, allowLocal: boolean): UrlVerdict {
   if (input.length > MAX_WEBHOOK_URL_LENGTH) return { ok: false, rule: `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` };
@@ -26,7 +44,9 @@ export function checkWebhookUrl(input: string, allowLocal: boolean): UrlVerdict 
     return { ok: false, rule: 'must be an absolute URL such as https://example.com/webhooks' };
   }
   if (url.username !== '' || url.password !== '') return { ok: false, rule: 'must not contain a user name or password' };
-  const host = url.hostname.toLowerCase();
+  // `localhost.` and `a.internal.` are the same names as without the final dot (fully qualified):
+  // the rules read them without it.
+  const host = url.hostname.toLowerCase().replace(/\.+$/, '');
   if (allowLocal && LOCAL_HOSTS.has(host) && (url.protocol === 'http:' || url.protocol === 'https:')) return { ok: true, url: url.href };
   if (url.protocol !== 'https:') {
     return {
@@ -111,7 +131,14 @@ function isPublicIpv6(groups: number[]): boolean {
     if (g5 === 0xffff) return isPublicIpv4(embeddedV4); // IPv4-mapped
     return false; // unspecified, loopback, deprecated IPv4-compatible
   }
-  if (g0 === 0x64 && g1 === 0xff9b) return isPublicIpv4(embeddedV4); // NAT64 well-known prefix
+  // Transition forms carry an IPv4 address, which is what the packet reaches: its rules apply.
+  if (g0 === 0x64 && g1 === 0xff9b && (g2 === 0 || g2 === 1)) return isPublicIpv4(embeddedV4); // NAT64, well-known and local-use prefixes
+  if (g0 === 0x2002) return isPublicIpv4([g1 >> 8, g1 & 0xff, g2 >> 8, g2 & 0xff]); // 6to4: 2002:AABB:CCDD::/48
+  if (g0 === 0x2001 && g1 === 0) {
+    // Teredo: the server's address in the clear, the client's inverted in the last 32 bits.
+    const client = [(~g6 >> 8) & 0xff, ~g6 & 0xff, (~g7 >> 8) & 0xff, ~g7 & 0xff];
+    return isPublicIpv4([g2 >> 8, g2 & 0xff, g3 >> 8, g3 & 0xff]) && isPublicIpv4(client);
+  }
   if ((g0 & 0xfe00) === 0xfc00) return false; // unique local
   if ((g0 & 0xffc0) === 0xfe80) return false; // link-local
   if ((g0 & 0xff00) === 0xff00) return false; // multicast

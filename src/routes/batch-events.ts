@@ -8,7 +8,8 @@
  *  - the secret key in Authorization (servers, curl, fetch-based readers);
  *  - `?token=bst_…`, minted by POST /api/filebatch/{id}/events/token with the secret key: a
  *    10-minute capability to read this one batch, which the merchant's server hands to its page
- *    (EventSource sends no headers, and a secret key must never be put in a URL).
+ *    (EventSource sends no headers, and a secret key must never be put in a URL); it ends when
+ *    the key that minted it is revoked.
  */
 import { Hono, type Context } from 'hono';
 import type { AppEnv } from '../env';
@@ -78,7 +79,7 @@ batchEvents.get('/:id/events', validate('param', batchIdParamSchema), validate('
 });
 
 batchEvents.post('/:id/events/token', requireSecretKey, validate('param', batchIdParamSchema), async (c) => {
-  const minted = await mintBatchStreamToken(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
+  const minted = await mintBatchStreamToken(c.env, c.get('caller'), c.req.valid('param').id, systemClock);
   if (!minted) throw new AppError('not_found', 'batch not found');
   return c.json(success(minted), 201);
 });

@@ -138,8 +138,9 @@ async function formFileSource(reader: MultipartReader): Promise<UploadSource> {
 
 /** The last path segment, without control characters, at most 255 characters. */
 function cleanFileName(name: string): string {
-  const base = name.split(/[/\\]/).pop() ?? '';
-  // The name is stored and answered as given: a card number in it is masked first.
+  // The name is stored and answered as given: a card number in it is masked first, before `/`
+  // (one of its separators) is read as a path.
+  const base = maskCardNumbersIn(name).split(/[/\\]/).pop() ?? '';
   const clean = maskCardNumbersIn(base.replace(/[\x00-\x1f\x7f]/g, '')).trim().slice(0, 255);
   return clean === '' ? 'upload.csv' : clean;
 }

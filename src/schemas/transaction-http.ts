@@ -33,11 +33,18 @@ export const transactionBodySchema = z.strictObject(shape).transform((body): Tra
   return input;
 });
 
-/** Idempotency-Key: 1 to 255 printable ASCII characters. */
+/**
+ * The form of a batch row's key (`{batch id}:{line}`, services/batches/chunks.ts): reserved, so an
+ * API request cannot take a row's key before the row is charged (the row would come back an error).
+ */
+const BATCH_ROW_KEY = /^bat_[^:]*:[0-9]+$/;
+
+/** Idempotency-Key: 1 to 255 printable ASCII characters, not of the batch row form. */
 export const idempotencyHeaderSchema = z.object({
   'idempotency-key': z
     .string()
     .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters without spaces')
+    .refine((value) => !BATCH_ROW_KEY.test(value), 'must not have the form bat_…:{line}, which batch rows use')
     // Stored and answered as given (the record's idempotency_key): never a card number.
     .refine((value) => !containsCardNumber(value), 'must not contain a card number')
     .optional(),

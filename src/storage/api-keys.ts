@@ -59,6 +59,15 @@ export async function revokeApiKey(db: D1Database, id: string, revokedAt: string
   return row?.key_hash ?? null;
 }
 
+/** The ids of a merchant's active (not revoked) keys of one type. */
+export async function listActiveKeyIds(db: D1Database, merchantId: string, type: KeyType): Promise<string[]> {
+  const { results } = await db
+    .prepare('SELECT id FROM api_keys WHERE merchant_id = ?1 AND type = ?2 AND revoked_at IS NULL')
+    .bind(merchantId, type)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
+}
+
 export async function listActiveKeyHashes(db: D1Database, merchantId: string): Promise<string[]> {
   const { results } = await db
     .prepare('SELECT key_hash FROM api_keys WHERE merchant_id = ?1 AND revoked_at IS NULL')

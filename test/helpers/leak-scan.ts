@@ -2,8 +2,9 @@
  * Scanners for card data in everything the service stores or says: D1 tables, KV namespaces, R2
  * objects, Durable Object storage, queue messages, response bodies and console output.
  *
- * A finding is a full card number (also when written with spaces, dashes or dots, and also inside a
- * base64 run, so a value merely encoded rather than encrypted is caught) or a CVC standing alone
+ * A finding is a full card number (also when written with separators of any kind or in digits of
+ * another script, and also inside a base64 run, so a value merely encoded rather than encrypted is
+ * caught) or a CVC standing alone
  * (not part of a longer run of letters or digits: ids, hashes and ciphertext are not findings).
  * Sealed values (card-crypto's "v1.<iv>.<ciphertext>") decode to ciphertext and so pass.
  */
@@ -38,10 +39,27 @@ export function findSecrets(text: string, secrets: Secrets, where: string): Find
   return findings;
 }
 
+/** The first digit (0) of each script the tests spell card numbers in, besides ASCII and fullwidth (NFKC's). */
+const OTHER_ZEROS = [0x0660, 0x06f0, 0x0966, 0x1d7ce];
+
+/**
+ * `text` with digits of other scripts as ASCII and every separator between digits dropped, written
+ * here independently of the detector under test: NFKC for fullwidth forms, a table of zeros for the rest.
+ */
+export function compactDigits(text: string): string {
+  let ascii = '';
+  for (const ch of text.normalize('NFKC')) {
+    const code = ch.codePointAt(0) as number;
+    const zero = OTHER_ZEROS.find((first) => code >= first && code < first + 10);
+    ascii += zero === undefined ? ch : String(code - zero);
+  }
+  return ascii.replace(/(?<=\d)[\s\p{Pd}\p{Cf}._/,:+]+(?=\d)/gu, '');
+}
+
 function scanPlain(text: string, secrets: Secrets, where: string): Finding[] {
   const findings: Finding[] = [];
-  // Digits written with single spaces, dashes or dots between them count as one number.
-  const compact = text.replace(/(?<=\d)[ .-](?=\d)/g, '');
+  // Digits written with any separators between them count as one number, in any script.
+  const compact = compactDigits(text);
   for (const number of secrets.cardNumbers) {
     const at = compact.indexOf(number);
     if (at >= 0) findings.push({ where, kind: 'card number', context: around(compact, at, number.length, 'card number') });

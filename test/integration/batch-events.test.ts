@@ -3,7 +3,7 @@
  * Object while the real queue processes the file, and the stream tokens a browser opens it with.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { admin, apiKeyId, call, createMerchant, type TestMerchant } from '../helpers/api';
 import {
   CARD_HEADER,
   QUEUE_TEST_TIMEOUT,
@@ -191,5 +191,26 @@ describe('stream tokens (browsers)', () => {
     expect(publicMint.status).toBe(401);
     await publicMint.body?.cancel();
     await waitForStatus(shop.secretKey, second, 'completed');
+  }, QUEUE_TEST_TIMEOUT);
+
+  it('a token stops opening the stream as soon as the key that minted it is revoked', async () => {
+    const merchant = await createMerchant({ name: 'Revoking Shop' });
+    const id = await uploadOk(merchant.secretKey, csv(CARD_HEADER, saleRows(1)), 'revoked-token.csv');
+    await waitForStatus(merchant.secretKey, id, 'completed');
+    const minted = await call('POST', `/api/filebatch/${id}/events/token`, { key: merchant.secretKey });
+    const { data } = await minted.json<{ data: { url: string } }>();
+    const before = await call('GET', data.url);
+    expect(before.status).toBe(200);
+    await before.body?.cancel();
+
+    // A second secret key stays active: the token was bound to the first one, not to the merchant.
+    const mintingKeyId = await apiKeyId(merchant.id, 'secret');
+    const second = await admin('POST', `/admin/merchants/${merchant.id}/keys`, { type: 'secret' });
+    expect(second.status).toBe(201);
+    const revoked = await admin('DELETE', `/admin/keys/${mintingKeyId}`);
+    expect(revoked.status).toBe(200);
+    const after = await call('GET', data.url);
+    expect(after.status).toBe(401);
+    expect((await expectFailedEnvelope(after)).msg).toBe('invalid, revoked or expired credential (a secret API key or a stream token)');
   }, QUEUE_TEST_TIMEOUT);
 });

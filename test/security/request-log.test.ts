@@ -58,7 +58,7 @@ describe('request log', () => {
     const said: string[] = [];
     for (const path of [
       `/api/vault/customer/${encodeURIComponent(spelling)}`,
-      `/api/vault/customer/${[...spelling].map((ch) => `%${ch.charCodeAt(0).toString(16)}`).join('')}`,
+      `/api/vault/customer/${[...new TextEncoder().encode(spelling)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('')}`,
       `/api/filebatch?limit=${encodeURIComponent(spelling)}`,
       `/api/filebatch?note=${spelling.replace(/ /g, '+')}`,
       `/api/no-such-thing/${encodeURIComponent(spelling)}`,

@@ -45,6 +45,23 @@ describe('webhook URLs in local development (WEBHOOK_ALLOW_LOCAL=true)', () => {
     ['https://8.8.8.8/', true],
     ['https://172.32.0.1/', true], // just outside 172.16.0.0/12
     ['https://a.b.example.home.arpa/', false],
+    // Issue 21: a trailing dot, internal suffixes, IPv6 transition forms carrying a private IPv4.
+    ['https://localhost./', false],
+    ['https://LOCALHOST./', false],
+    ['https://metadata.google.internal./', false],
+    ['https://a.internal./', false],
+    ['https://[2002:a9fe:a9fe::]/', false], // 6to4 of 169.254.169.254
+    ['https://kubernetes.default.svc/', false],
+    ['https://kubernetes.default.svc./', false],
+    ['https://api.default.svc.cluster.local/', false],
+    ['https://[2002:0a00:0001::1]/', false], // 6to4 of 10.0.0.1
+    ['https://[2002:5db8:d822::1]/', true], // 6to4 of 93.184.216.34
+    ['https://[2001:0:5db8:d822::ffff:ffff]/', false], // Teredo, client 0.0.0.0
+    ['https://[2001:0:5db8:d822::f5ff:fffe]/', false], // Teredo, client 10.0.0.1 (inverted)
+    ['https://[2001:0:5db8:d822::5647:96fe]/', true], // Teredo, both addresses public
+    ['https://[2001:0:a9fe:a9fe::a247:2bcb]/', false], // Teredo via server 169.254.169.254
+    ['https://[64:ff9b:1::a9fe:a9fe]/', false], // NAT64 local-use prefix of 169.254.169.254
+    ['https://hooks.example.com./', true],
   ])('%s public: %s', (url, ok) => {
     expect(checkWebhookUrl(url, false).ok).toBe(ok);
   });
@@ -106,19 +123,23 @@ describe('signature header', () => {
 });
 
 describe('stream tokens', () => {
-  it('open only the batch and merchant they were minted for, until they expire', async () => {
-    const token = await mintStreamToken(KEY, 'm1', 'bat_1', 1_000);
+  it('open only the batch and merchant they were minted for, while the minting key is active, until they expire', async () => {
+    const active = ['key_a', 'key_b'];
+    const token = await mintStreamToken(KEY, 'm1', 'bat_1', 1_000, 'key_b');
     expect(token).toMatch(/^bst_1000_[A-Za-z0-9_-]{43}$/);
-    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999)).toBe(true);
-    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 1_000)).toBe(false);
-    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_2', 999)).toBe(false);
-    expect(await verifyStreamToken(KEY, token, 'm2', 'bat_1', 999)).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999, active)).toBe(true);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 1_000, active)).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_2', 999, active)).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm2', 'bat_1', 999, active)).toBe(false);
+    // The key that minted it revoked: no longer among the active ones.
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999, ['key_a'])).toBe(false);
+    expect(await verifyStreamToken(KEY, token, 'm1', 'bat_1', 999, [])).toBe(false);
     // A longer life written into the token breaks its signature.
-    expect(await verifyStreamToken(KEY, token.replace('bst_1000_', 'bst_9000_'), 'm1', 'bat_1', 999)).toBe(false);
+    expect(await verifyStreamToken(KEY, token.replace('bst_1000_', 'bst_9000_'), 'm1', 'bat_1', 999, active)).toBe(false);
     const otherKey = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)));
-    expect(await verifyStreamToken(otherKey, token, 'm1', 'bat_1', 999)).toBe(false);
+    expect(await verifyStreamToken(otherKey, token, 'm1', 'bat_1', 999, active)).toBe(false);
     for (const junk of ['', 'bst_', 'bst_1000_', `bst_1000_${'A'.repeat(43)}`, 'api_demoSecretKey0000000000000000000']) {
-      expect(await verifyStreamToken(KEY, junk, 'm1', 'bat_1', 999)).toBe(false);
+      expect(await verifyStreamToken(KEY, junk, 'm1', 'bat_1', 999, active)).toBe(false);
     }
   });
 });

@@ -17,6 +17,7 @@
 import type { Env } from '../../env';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import { mintStreamToken, verifyStreamToken } from '../../lib/stream-token';
+import { listActiveKeyIds } from '../../storage/api-keys';
 import { findBatchWithCaller, findMerchantBatch, type BatchRow } from '../../storage/batches';
 import { toRecord } from './records';
 import type { BatchSnapshot } from './state';
@@ -90,13 +91,13 @@ function snapshotsToEvents(row: BatchRow): TransformStream<Uint8Array, Uint8Arra
  */
 export async function mintBatchStreamToken(
   env: Env,
-  merchantId: string,
+  caller: { merchantId: string; keyId: string },
   batchId: string,
   clock: Clock,
 ): Promise<{ token: string; expires_at: string; url: string } | null> {
-  if (!(await findMerchantBatch(env.DB, merchantId, batchId))) return null;
+  if (!(await findMerchantBatch(env.DB, caller.merchantId, batchId))) return null;
   const expires = Math.floor(clock().getTime() / 1_000) + STREAM_TOKEN_TTL_SECONDS;
-  const token = await mintStreamToken(env.CARD_DATA_KEY, merchantId, batchId, expires);
+  const token = await mintStreamToken(env.CARD_DATA_KEY, caller.merchantId, batchId, expires, caller.keyId);
   return {
     token,
     expires_at: isoTimestamp(new Date(expires * 1_000)),
@@ -104,11 +105,15 @@ export async function mintBatchStreamToken(
   };
 }
 
-/** The merchant a stream token was minted for, if it is valid for this batch now; else null. */
+/**
+ * The merchant a stream token was minted for, if it is valid for this batch now and the key that
+ * minted it is still active (read from D1 at each opening, as a console session's key is); else null.
+ */
 export async function merchantForStreamToken(env: Env, batchId: string, token: string, clock: Clock): Promise<string | null> {
   const found = await findBatchWithCaller(env.DB, batchId);
   if (!found) return null;
   const merchantId = found.batch.merchant_id;
-  const valid = await verifyStreamToken(env.CARD_DATA_KEY, token, merchantId, batchId, Math.floor(clock().getTime() / 1_000));
+  const activeKeyIds = await listActiveKeyIds(env.DB, merchantId, 'secret');
+  const valid = await verifyStreamToken(env.CARD_DATA_KEY, token, merchantId, batchId, Math.floor(clock().getTime() / 1_000), activeKeyIds);
   return valid ? merchantId : null;
 }
