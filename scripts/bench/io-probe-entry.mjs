@@ -351,52 +351,33 @@ function meterObjectStorage(ctx) {
   }
 }
 
-/** The service's Durable Object class, with its env wrapped, its storage counted and its alarms counted. */
-export class BatchProgress extends ServiceBatchProgress {
-  constructor(ctx, env) {
-    meterObjectStorage(ctx);
-    super(ctx, wrapEnv(env));
-  }
+/** A service's Durable Object class, with its env wrapped, its storage counted and its alarms counted. */
+function metered(Service) {
+  return class extends Service {
+    constructor(ctx, env) {
+      meterObjectStorage(ctx);
+      super(ctx, wrapEnv(env));
+    }
 
-  async alarm(...args) {
-    totals.durableObjects.alarms += 1;
-    add(totals.invocations, 'DO alarm', { count: 1 });
-    return super.alarm(...args);
-  }
+    async alarm(...args) {
+      totals.durableObjects.alarms += 1;
+      add(totals.invocations, 'DO alarm', { count: 1 });
+      return super.alarm(...args);
+    }
+  };
 }
 
-/** The ledger shard, metered the same way. */
-export class LedgerShard extends ServiceLedgerShard {
-  constructor(ctx, env) {
-    meterObjectStorage(ctx);
-    super(ctx, wrapEnv(env));
-  }
+export class BatchProgress extends metered(ServiceBatchProgress) {}
 
+export class LedgerShard extends metered(ServiceLedgerShard) {
   /** The shard's SQLite size in bytes (bench only: what the shard holds until it is archived). */
   async benchDatabaseSize() {
     return this.ctx.storage.sql.databaseSize;
   }
-
-  async alarm(...args) {
-    totals.durableObjects.alarms += 1;
-    add(totals.invocations, 'DO alarm', { count: 1 });
-    return super.alarm(...args);
-  }
 }
 
-/** The sandbox processor's memory, metered the same way. */
-export class SandboxAcquirer extends ServiceSandboxAcquirer {
-  constructor(ctx, env) {
-    meterObjectStorage(ctx);
-    super(ctx, wrapEnv(env));
-  }
-
-  async alarm(...args) {
-    totals.durableObjects.alarms += 1;
-    add(totals.invocations, 'DO alarm', { count: 1 });
-    return super.alarm(...args);
-  }
-}
+/** The sandbox processor's memory. */
+export class SandboxAcquirer extends metered(ServiceSandboxAcquirer) {}
 
 /**
  * POST /__bench/retention {"batchId": "..."}: the retention work of a batch's rows, done now as it
