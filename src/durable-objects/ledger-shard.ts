@@ -36,6 +36,8 @@ import {
   unpackRecord,
   updateClaim,
   type PageRow,
+  answered,
+  type ClaimAnswer,
   type ClaimRequest,
   type PackedRecord,
   type RetentionOutcome,
@@ -136,12 +138,19 @@ export class LedgerShard extends DurableObject<Env> {
    * Writes the records of claims still open (their page: gzip for a batch chunk, plain JSON for an API
    * transaction) and closes those claims; answers the keys written.
    */
-  async complete(shard: ShardIdentity, records: readonly StoredTransaction[]): Promise<string[]> {
+  async complete(shard: ShardIdentity, answers: readonly ClaimAnswer[]): Promise<string[]> {
     // Once the shard has dropped its hashes, a late record keeps none either.
     const keepHashes = readMeta(this.ctx.storage.sql)?.hashesClearAt != null;
-    const answers = keepHashes ? records : records.map((stored) => ({ ...stored, requestHash: '' }));
     for (;;) {
-      const byClaim = this.#byClaim(shard, answers);
+      // Each answer completes its claim's own record (the call carries only the answer's columns).
+      const claims = this.#open(shard.merchantId);
+      const records = answers.flatMap(({ key, answer }) => {
+        const claim = claims.get(key);
+        if (!claim) return [];
+        const record = answered(claim.stored, answer);
+        return [keepHashes ? record : { ...record, requestHash: '' }];
+      });
+      const byClaim = this.#byClaim(shard, records);
       const encoded = await Promise.all(
         [...byClaim].map(async ([claimId, list]) => {
           const row = this.#claimRows.get(claimId);

@@ -22,11 +22,15 @@ import {
 export const SANDBOX_MEMORY_DAYS = 30;
 
 /**
- * A charge is sent within the claim's lifetime (services/transactions/claims.ts, 60 s); looking a
- * key up reads the calls from a minute before its claim (clocks of two isolates) to 10 minutes after.
+ * A charge is sent after its claim and within the claim's lifetime (services/transactions/claims.ts,
+ * 60 s). Looking a key up (rare: a claim left open) reads the calls from a minute before its claim
+ * (clocks of two isolates) to 10 minutes after. A charge's check for an earlier charge of its keys
+ * (on every call) reads only the calls made since its claim, less a second: a few rows, not a
+ * minute's worth of chunks.
  */
 const BEFORE_CLAIM_MS = 60_000;
 const AFTER_CLAIM_MS = 10 * 60_000;
+const CHARGE_CHECK_MARGIN_MS = 1_000;
 
 function shifted(iso: string, ms: number): string {
   return new Date(Date.parse(iso) + ms).toISOString();
@@ -37,7 +41,7 @@ export class SandboxAcquirer extends DurableObject<Env> {
   async charge(day: string, entries: readonly SandboxChargeEntry[], claimedFrom: string, now: string): Promise<Record<string, string>> {
     await this.#ensure(day);
     const sql = this.ctx.storage.sql;
-    const earlier = chargedBetween(sql, new Set(entries.map((e) => e.idempotencyKey)), shifted(claimedFrom, -BEFORE_CLAIM_MS), now);
+    const earlier = chargedBetween(sql, new Set(entries.map((e) => e.idempotencyKey)), shifted(claimedFrom, -CHARGE_CHECK_MARGIN_MS), now);
     insertChargeCall(sql, now, entries);
     const answers: Record<string, string> = {};
     for (const entry of entries) answers[entry.idempotencyKey] ??= earlier.get(entry.idempotencyKey) ?? entry.result;

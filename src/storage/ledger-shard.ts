@@ -19,6 +19,38 @@ import { RESULT_COLUMNS, type TransactionRecord } from '../schemas/transaction-c
 /** A record in this status is a claim: its key is taken and the processor may be being asked. */
 export const CLAIMED_STATUS = 'processing';
 
+/** The columns only the processor's answer decides: what completing a claim changes in its record. */
+export const ANSWER_COLUMNS = [
+  'amount_authorized',
+  'amount_captured',
+  'response',
+  'response_code',
+  'status',
+  'captured_at',
+  'auth_code',
+  'processor_response_code',
+  'processor_response_text',
+  'avs_response_code',
+  'cvv_response_code',
+] as const satisfies readonly (keyof TransactionRecord)[];
+
+/** A claim's answer: its key and the answer columns (the rest of the record is the claim's). */
+export interface ClaimAnswer {
+  key: string;
+  answer: Pick<TransactionRecord, (typeof ANSWER_COLUMNS)[number]>;
+}
+
+export function answerOf(stored: StoredTransaction): ClaimAnswer {
+  const answer = {} as Record<string, unknown>;
+  for (const column of ANSWER_COLUMNS) answer[column] = stored.record[column];
+  return { key: String(stored.record.idempotency_key), answer: answer as ClaimAnswer['answer'] };
+}
+
+/** The claim's record with its answer in. */
+export function answered(claim: StoredTransaction, answer: ClaimAnswer['answer']): StoredTransaction {
+  return { ...claim, record: { ...claim.record, ...answer } };
+}
+
 /** Request fields stored beside the record (the result CSV has no column for them). */
 export interface TransactionExtras {
   base_amount: number | null;

@@ -21,7 +21,7 @@
 import type { Env } from '../../env';
 import { isoTimestamp } from '../../lib/time';
 import type { TransactionContext } from '../../schemas/transaction-columns';
-import { CLAIMED_STATUS, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
+import { answerOf, CLAIMED_STATUS, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 
 const DAY_MS = 86_400_000;
@@ -242,7 +242,7 @@ export class Ledger {
 
   /** Writes the answers of claims still open; answers the ids written (a claim settled elsewhere is absent). */
   async complete(records: readonly StoredTransaction[]): Promise<Set<string>> {
-    return this.#byShard(records, (shard, group) => shard.stub.complete(shard.identity, group));
+    return this.#byShard(records, (shard, group) => shard.stub.complete(shard.identity, group.map(answerOf)));
   }
 
   /** Releases open claims whose charge never reached the processor; answers the ids released. */
