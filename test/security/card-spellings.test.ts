@@ -93,7 +93,7 @@ describe('card numbers in any spelling, at every door', () => {
       expect(stored?.n).toBe(0);
 
       for (const spelling of CARD_SPELLINGS) {
-        const named = await say('POST', '/api/filebatch', { key: shop.secretKey, body: form(csv(['transaction_type', 'amount'], [['sale', '1']]), `pay ${spelling}.csv`) });
+        const named = await say('POST', '/api/filebatch?allow_duplicate=true', { key: shop.secretKey, body: form(csv(['transaction_type', 'amount'], [['sale', '1']]), `pay ${spelling}.csv`) });
         expect(named.status).toBe(200);
         const answered = await named.clone().json<{ data: { file_name: string } }>();
         expect(answered.data.file_name).toMatch(/^pay .*\*{5}.*\.csv$/);
