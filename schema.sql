@@ -11,6 +11,9 @@ CREATE TABLE IF NOT EXISTS merchants (
   name TEXT NOT NULL,
   enhanced_bin_lookup INTEGER NOT NULL DEFAULT 0,
   surcharge_rate_bps INTEGER NOT NULL DEFAULT 0,
+  -- The largest unreferenced credit (a credit that refunds no earlier sale), in minor units; 0
+  -- refuses them. src/services/transactions/payment-resolution.ts, README "Limits".
+  max_credit_amount INTEGER NOT NULL DEFAULT 100000,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );

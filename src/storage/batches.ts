@@ -104,14 +104,14 @@ export async function findBatchWithCaller(
 ): Promise<{ batch: BatchRow; caller: Caller } | null> {
   const row = await db
     .prepare(
-      `SELECT b.*, m.name AS merchant_name, m.enhanced_bin_lookup, m.surcharge_rate_bps, k.type AS key_type
+      `SELECT b.*, m.name AS merchant_name, m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount, k.type AS key_type
        FROM batches b JOIN merchants m ON m.id = b.merchant_id JOIN api_keys k ON k.id = b.key_id
        WHERE b.id = ?1`,
     )
     .bind(id)
-    .first<StoredBatchRow & { merchant_name: string; enhanced_bin_lookup: number; surcharge_rate_bps: number; key_type: Caller['keyType'] }>();
+    .first<StoredBatchRow & { merchant_name: string; enhanced_bin_lookup: number; surcharge_rate_bps: number; max_credit_amount: number; key_type: Caller['keyType'] }>();
   if (!row) return null;
-  const { merchant_name, enhanced_bin_lookup, surcharge_rate_bps, key_type, ...batch } = row;
+  const { merchant_name, enhanced_bin_lookup, surcharge_rate_bps, max_credit_amount, key_type, ...batch } = row;
   return {
     batch: toBatch(batch),
     caller: {
@@ -121,6 +121,7 @@ export async function findBatchWithCaller(
       keyType: key_type,
       enhancedBinLookup: enhanced_bin_lookup === 1,
       surchargeRateBps: surcharge_rate_bps,
+      maxCreditAmount: max_credit_amount,
     },
   };
 }

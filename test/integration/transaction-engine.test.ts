@@ -61,6 +61,7 @@ beforeAll(async () => {
     keyType: 'secret',
     enhancedBinLookup: false,
     surchargeRateBps: 300,
+    maxCreditAmount: 100_000,
   };
 });
 
