@@ -88,11 +88,20 @@ describe('npm run dev', () => {
       let output = '';
       dev.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
       dev.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<number | null>((resolve) => dev.on('exit', (code) => resolve(code)));
+      let ended = false;
+      const exited = new Promise<number | null>((resolve) =>
+        dev.on('exit', (code) => {
+          ended = true;
+          resolve(code);
+        }),
+      );
       const healthz = `http://127.0.0.1:${port}/healthz`;
       let started: number[] = [];
       try {
-        expect(await until(() => answers(healthz), 90_000), output).toBe(true);
+        // Started, or ended early (a failed seeding step: its output says why).
+        await until(async () => ended || (await answers(healthz)), 90_000);
+        expect(ended, output).toBe(false);
+        expect(await answers(healthz), output).toBe(true);
         started = descendants(dev.pid as number);
         // The script, wrangler and workerd at least.
         expect(started.length, output).toBeGreaterThanOrEqual(3);

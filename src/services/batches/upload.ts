@@ -123,6 +123,8 @@ export async function uploadBatch(
   // The file's SHA-256, computed as it streams (the bytes are never held whole).
   const digest = new crypto.DigestStream('SHA-256');
   const digestWriter = digest.getWriter();
+  // A refused file leaves the digest unfinished; its promise then rejects, and nobody else awaits it.
+  digest.digest.catch(() => {});
   let size = 0;
   let failure: UploadOutcome | null = null;
   try {
@@ -145,7 +147,7 @@ export async function uploadBatch(
       await writer.write(bytes);
     }
   } catch (err) {
-    await writer.abort();
+    await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
     throw err;
   }
   let scan = failure ? null : scanner.finish();
@@ -155,7 +157,7 @@ export async function uploadBatch(
     scan = null;
   }
   if (failure || !scan || !scan.ok) {
-    await writer.abort();
+    await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
     return failure ?? { ok: false, reason: 'invalid_file', msg: scan && !scan.ok ? problemMessage(scan) : 'invalid file' };
   }
   await digestWriter.close();
