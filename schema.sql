@@ -11,6 +11,9 @@ CREATE TABLE IF NOT EXISTS merchants (
   name TEXT NOT NULL,
   enhanced_bin_lookup INTEGER NOT NULL DEFAULT 0,
   surcharge_rate_bps INTEGER NOT NULL DEFAULT 0,
+  -- The largest unreferenced credit (a credit that refunds no earlier sale), in minor units; 0
+  -- refuses them. src/services/transactions/payment-resolution.ts, README "Limits".
+  max_credit_amount INTEGER NOT NULL DEFAULT 100000,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
@@ -227,9 +230,18 @@ CREATE TABLE IF NOT EXISTS batches (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   ended_at TEXT,
-  results_deleted_at TEXT
+  results_deleted_at TEXT,
+  -- HMAC-SHA-256 (key derived from CARD_DATA_KEY, "binbatch upload fingerprint v1") of the file's
+  -- SHA-256: the same bytes uploaded again within 24 hours are refused (409) unless the upload says
+  -- ?allow_duplicate=true. Keyed, as the file holds card numbers (PCI DSS 3.5.1.1).
+  upload_sha256 TEXT,
+  -- The upload's Idempotency-Key, if it sent one; cleared when a later upload takes the key after
+  -- 24 hours. Unique per merchant: concurrent uploads under one key make one batch.
+  upload_idempotency_key TEXT
 );
 CREATE INDEX IF NOT EXISTS batches_merchant_created ON batches(merchant_id, created_at DESC, id DESC);
+CREATE UNIQUE INDEX IF NOT EXISTS batches_upload_key ON batches(merchant_id, upload_idempotency_key) WHERE upload_idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS batches_upload_sha256 ON batches(merchant_id, upload_sha256, created_at) WHERE upload_sha256 IS NOT NULL;
 CREATE INDEX IF NOT EXISTS batches_retention ON batches(ended_at) WHERE results_deleted_at IS NULL;
 -- A batch's record is deleted a day after its ledger shard is archived (TRANSACTION_RETENTION_DAYS):
 -- the daily cron finds them by age (services/batches/records.ts).

@@ -17,7 +17,7 @@ export interface BatchRun {
 }
 
 export async function runBatch(api: Client, file: File, options: { pollMs?: number; timeoutMs?: number } = {}): Promise<BatchRun> {
-  const uploaded = await api.api.filebatch.$post({ query: {}, form: { file } });
+  const uploaded = await api.api.filebatch.$post({ query: {}, header: {}, form: { file } });
   if (!uploaded.ok) throw new Error(`upload refused (${uploaded.status}): ${(await uploaded.json()).msg}`);
   const { data: batch } = await uploaded.json();
 

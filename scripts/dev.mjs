@@ -65,11 +65,47 @@ const child = spawn(process.execPath, [runWrangler, 'dev', ...webhookVars, ...ex
   stdio: ['inherit', 'pipe', 'pipe'],
   // Piped output is not a terminal; keep wrangler's colours when ours is one.
   env: process.stdout.isTTY ? { ...localEnv, FORCE_COLOR: '1' } : localEnv,
+  // Its own process group, so a signal reaches wrangler and the workerd it started together.
+  detached: true,
 });
 maskLines(child.stdout, process.stdout);
 maskLines(child.stderr, process.stderr);
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-child.on('close', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+let checkout;
+let stopping = false;
+
+/**
+ * SIGINT (Ctrl-C) and SIGTERM (a supervisor, `kill`) stop everything this script started: the
+ * signal goes to wrangler's whole process group (wrangler and workerd), the demo checkout closes,
+ * and if the group is still there 5 seconds later it is killed. The script exits when wrangler has.
+ * Before, SIGTERM reached wrangler alone and left workerd serving.
+ */
+function stop(signal) {
+  if (stopping) return;
+  stopping = true;
+  checkout?.close();
+  signalGroup(signal);
+  setTimeout(() => signalGroup('SIGKILL'), 5_000).unref();
+}
+function signalGroup(signal) {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // The group has already gone.
+  }
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(signal));
+// npm runs this script with `exec` (package.json), so npm is the parent; should npm be ended
+// without passing the signal on, this script is handed to another parent, and stops the same way.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) stop('SIGTERM');
+}, 500).unref();
+child.on('close', (code, signal) => {
+  // workerd may outlive wrangler's own exit: the group is ended either way.
+  signalGroup('SIGKILL');
+  checkout?.close();
+  process.exit(code ?? (signal ? 1 : 0));
+});
 
 /** Copies `from` to `to` line by line with card numbers masked; a partial line without digits goes at once. */
 function maskLines(from, to) {
@@ -99,7 +135,11 @@ function maskLines(from, to) {
 
 if (!noDemo) {
   startCheckout({ port: demoPort, tokenizerUrl, publicKey: DEMO.publicKey, secretKey: DEMO.secretKey }).then(
-    (shop) => console.log(`Demo checkout: ${shop.url} (card fields served by ${tokenizerUrl})`),
+    (shop) => {
+      checkout = shop;
+      if (stopping) shop.close();
+      else console.log(`Demo checkout: ${shop.url} (card fields served by ${tokenizerUrl})`);
+    },
     (error) => console.warn(`Demo checkout not started on port ${demoPort}: ${error.message}`),
   );
 }

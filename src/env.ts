@@ -17,6 +17,8 @@ export interface Caller {
   keyType: KeyType;
   enhancedBinLookup: boolean;
   surchargeRateBps: number;
+  /** The merchant's max_credit_amount: the largest unreferenced credit, in minor units (0: none). */
+  maxCreditAmount: number;
 }
 
 export interface AppEnv {

@@ -1,4 +1,4 @@
-import { maskCardNumbersIn } from './card-number';
+import { containsCardNumber, maskCardNumbersIn } from './card-number';
 
 /**
  * Makes a message safe to log: every card number (in any spelling the card-number detector
@@ -15,13 +15,24 @@ export function redactDigits(text: string): string {
  * card number is seen), "+" read as a space in a query, then every card number masked.
  */
 export function redactUrlPart(text: string, isQuery = false): string {
+  return maskCardNumbersIn(decodeUrlPart(text, isQuery));
+}
+
+/** Percent-escapes decoded ("+" as a space in a query), as the reader of a URL sees it. */
+function decodeUrlPart(text: string, isQuery = false): string {
   const plain = isQuery ? text.replace(/\+/g, ' ') : text;
-  let decoded: string;
   try {
-    decoded = decodeURIComponent(plain);
+    return decodeURIComponent(plain);
   } catch {
     // A malformed escape elsewhere must not hide well-formed ones: decode the ASCII ones alone.
-    decoded = plain.replace(/%([0-7][0-9a-fA-F])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    return plain.replace(/%([0-7][0-9a-fA-F])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
   }
-  return maskCardNumbersIn(decoded);
+}
+
+/**
+ * Whether a whole URL holds a card number: as written, with its escapes decoded, or in its query
+ * read the form way. For URLs that are stored and answered back (webhook endpoints).
+ */
+export function urlContainsCardNumber(url: string): boolean {
+  return containsCardNumber(url) || containsCardNumber(decodeUrlPart(url)) || containsCardNumber(decodeUrlPart(url, true));
 }

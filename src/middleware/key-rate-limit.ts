@@ -18,3 +18,7 @@ export function rateLimitPerKey(binding: (env: Env) => RateLimit, periodSeconds:
     await next();
   });
 }
+
+/** The upload limit (wrangler.toml UPLOAD_RATE_LIMITER), shared by the API's and the console's uploads. */
+export const UPLOAD_RATE_PERIOD_SECONDS = 60;
+export const uploadRateLimit = rateLimitPerKey((env) => env.UPLOAD_RATE_LIMITER, UPLOAD_RATE_PERIOD_SECONDS);

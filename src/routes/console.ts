@@ -19,15 +19,16 @@ import {
   sessionFromCookie,
   setSessionCookie,
 } from '../middleware/console-session';
+import { uploadRateLimit } from '../middleware/key-rate-limit';
 import { check, validate } from '../middleware/validate';
 import { clientIpHeaderSchema } from '../schemas/client-ip';
 import { consoleSignInSchema } from '../schemas/console';
-import { batchIdParamSchema, listQuerySchema } from '../schemas/filebatch';
+import { batchIdParamSchema, consoleUploadQuerySchema, listQuerySchema, uploadHeaderSchema } from '../schemas/filebatch';
 import { listBatches } from '../services/batches/records';
 import { openDownload } from '../services/batches/results';
 import { summarizeBatch } from '../services/batches/summary';
 import { closeConsoleSession, openConsoleSession } from '../services/console-sessions';
-import { downloadAnswer, receiveUpload } from './filebatch';
+import { downloadAnswer, receiveUpload, uploadAnswer } from './filebatch';
 
 export const consoleRoutes = new Hono<AppEnv>();
 
@@ -69,7 +70,9 @@ const signedIn = new Hono<ConsoleEnv>()
     return c.json(success({ merchant_name: session.caller.merchantName, csrf_token: session.csrfToken, expires_at: session.expiresAt }));
   })
   // The same checks and limits as POST /api/filebatch, and the same address check.
-  .post('/batches', check('header', clientIpHeaderSchema), async (c) => c.json(success(await receiveUpload(c, undefined)), 200))
+  .post('/batches', uploadRateLimit, validate('query', consoleUploadQuerySchema), check('header', clientIpHeaderSchema), validate('header', uploadHeaderSchema), async (c) =>
+    uploadAnswer(c, await receiveUpload(c, undefined, { idempotencyKey: c.req.valid('header')['idempotency-key'], allowDuplicate: c.req.valid('query').allow_duplicate })),
+  )
   .get('/batches', validate('query', listQuerySchema), async (c) => {
     const { limit, offset } = c.req.valid('query');
     const { batches, total } = await listBatches(c.env, c.get('caller').merchantId, { limit, offset });

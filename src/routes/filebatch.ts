@@ -11,14 +11,15 @@ import { maskCardNumbersIn } from '../lib/card-number';
 import { MultipartError, MultipartReader, multipartBoundary } from '../lib/multipart';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
+import { uploadRateLimit } from '../middleware/key-rate-limit';
 import { check, validate } from '../middleware/validate';
 import { clientIpHeaderSchema } from '../schemas/client-ip';
-import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadQuerySchema } from '../schemas/filebatch';
+import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema } from '../schemas/filebatch';
 import { batchLimits } from '../services/batches/limits';
 import { getBatch, listBatches } from '../services/batches/records';
 import { openPartialDownload, type PartialDownloadOutcome } from '../services/batches/partial-results';
 import { openDownload } from '../services/batches/results';
-import { acceptUpload, type UploadedBatch, type UploadSource } from '../services/batches/upload';
+import { acceptUpload, type UploadedBatch, type UploadOptions, type UploadSource } from '../services/batches/upload';
 
 /**
  * Declares the upload's form (one part named "file") to the typed client without reading it: the
@@ -33,9 +34,11 @@ const MAX_FORM_BYTES_AFTER_FILE = 4 * 1024;
 
 export const filebatch = new Hono<AppEnv>()
   .use(requireSecretKey)
-  .post('/', validate('query', uploadQuerySchema), check('header', clientIpHeaderSchema), fileForm, async (c) => {
-    const batch = await receiveUpload(c, c.req.valid('query').file_name);
-    return c.json(success(batch), 200);
+  // The address check comes before the Idempotency-Key's validator: the last header validator's
+  // output is what c.req.valid('header') answers.
+  .post('/', uploadRateLimit, validate('query', uploadQuerySchema), check('header', clientIpHeaderSchema), validate('header', uploadHeaderSchema), fileForm, async (c) => {
+    const { file_name: fileName, allow_duplicate: allowDuplicate } = c.req.valid('query');
+    return uploadAnswer(c, await receiveUpload(c, fileName, { idempotencyKey: c.req.valid('header')['idempotency-key'], allowDuplicate }));
   })
   .get('/', validate('query', listQuerySchema), async (c) => {
     const { limit, offset } = c.req.valid('query');
@@ -60,7 +63,11 @@ export const filebatch = new Hono<AppEnv>()
  * throws the 4xx that says what is wrong. Every byte of the body counts against the limits, and a
  * body that was started is read to its end before answering, so the answer reaches the client.
  */
-export async function receiveUpload<E extends AppEnv>(c: Context<E>, queryFileName: string | undefined): Promise<UploadedBatch> {
+export async function receiveUpload<E extends AppEnv>(
+  c: Context<E>,
+  queryFileName: string | undefined,
+  options: UploadOptions,
+): Promise<{ batch: UploadedBatch; replayed: boolean }> {
   const maxBytes = batchLimits(c.env).maxBytes;
   const contentType = c.req.header('Content-Type') ?? '';
   const raw = /^text\/csv\b/i.test(contentType);
@@ -87,7 +94,7 @@ export async function receiveUpload<E extends AppEnv>(c: Context<E>, queryFileNa
         : await formFileSource(new MultipartReader(body, boundary, { maxBytesBeforePart: MAX_FORM_BYTES_BEFORE_FILE }));
     const ip = c.req.header('CF-Connecting-IP') || null; // checked by the route: an IP address or absent
     // Chunk messages go out after the answer, in waitUntil.
-    outcome = await acceptUpload(c.env, c.get('caller'), source, ip, systemClock, (work) => c.executionCtx.waitUntil(work));
+    outcome = await acceptUpload(c.env, c.get('caller'), source, ip, systemClock, (work) => c.executionCtx.waitUntil(work), options);
   } catch (err) {
     if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
     if (err instanceof BodyTooLargeError) throw new AppError('payload_too_large', tooLarge);
@@ -97,8 +104,21 @@ export async function receiveUpload<E extends AppEnv>(c: Context<E>, queryFileNa
     // was left (a rejected file, the form after "file") is dropped, so the answer reaches the client.
     await body.discardRest();
   }
-  if (!outcome.ok) throw new AppError(outcome.reason === 'too_large' ? 'payload_too_large' : 'bad_request', outcome.msg);
-  return outcome.batch;
+  if (!outcome.ok) throw new AppError(UPLOAD_REFUSALS[outcome.reason], outcome.msg);
+  return outcome;
+}
+
+const UPLOAD_REFUSALS = {
+  invalid_file: 'bad_request',
+  too_large: 'payload_too_large',
+  duplicate_file: 'conflict',
+  key_reused: 'conflict',
+} as const;
+
+/** An upload's answer: 200 with the batch, marked `Idempotent-Replayed` when it is an earlier upload's. */
+export function uploadAnswer(c: Context, { batch, replayed }: { batch: UploadedBatch; replayed: boolean }) {
+  if (replayed) c.header('Idempotent-Replayed', 'true');
+  return c.json(success(batch), 200);
 }
 
 /** The result file as an attachment, or the 4xx that says why there is none. */

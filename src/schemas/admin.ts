@@ -1,10 +1,19 @@
 import { z } from 'zod';
+import { containsCardNumber } from '../lib/card-number';
 import { tokenizerOriginsField } from './tokenizer';
 
 export const merchantCreateSchema = z.strictObject({
-  name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'),
+  name: z
+    .string()
+    .trim()
+    .min(1, 'is required')
+    .max(100, 'must be at most 100 characters')
+    // Stored, answered, and the user_name of every transaction record: never a card number.
+    .refine((name) => !containsCardNumber(name), 'must not contain a card number'),
   enhanced_bin_lookup: z.boolean().optional(),
   surcharge_rate_bps: z.int('must be an integer').min(0, 'must be 0 or more').max(10_000, 'must be at most 10000').optional(),
+  /** Minor units; 0 refuses unreferenced credits. Default DEFAULT_MAX_CREDIT_AMOUNT. */
+  max_credit_amount: z.int('must be an integer').min(0, 'must be 0 or more').max(99_999_999_999, 'must be at most 99999999999').optional(),
 });
 
 export const merchantPatchSchema = merchantCreateSchema.partial().extend({
@@ -20,7 +29,7 @@ export const PROCESSOR_TYPES = ['sandbox'] as const;
 export type ProcessorType = (typeof PROCESSOR_TYPES)[number];
 
 export const processorCreateSchema = z.strictObject({
-  name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'),
+  name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters').refine((name) => !containsCardNumber(name), 'must not contain a card number'),
   type: z.enum(PROCESSOR_TYPES, `must be one of: ${PROCESSOR_TYPES.join(', ')}`).default('sandbox'),
   is_default: z.boolean('must be true or false').default(false),
 });

@@ -3,6 +3,7 @@ import { parseExpiry } from '../lib/expiry';
 import { isValidCardNumber } from '../lib/card-number';
 import { originProblem } from '../lib/origin';
 import { quoteInput } from '../lib/quote';
+import { urlContainsCardNumber } from '../lib/redact';
 
 /** "tok_" + 32 base64url characters (24 random bytes, 192 bits). */
 export const TEMP_TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{32}$/;
@@ -44,7 +45,10 @@ export const tokenizerOriginsField = z
   .superRefine((origins, ctx) => {
     const seen = new Set<string>();
     origins.forEach((origin, index) => {
-      const problem = originProblem(origin) ?? (seen.has(origin) ? 'is listed twice' : null);
+      // An origin goes into the frame's CSP header and is answered back: never a card number.
+      const problem = urlContainsCardNumber(origin)
+        ? 'must not contain a card number'
+        : (originProblem(origin) ?? (seen.has(origin) ? 'is listed twice' : null));
       if (problem) ctx.addIssue({ code: 'custom', path: [index], message: `${quoteInput(origin)} ${problem}` });
       seen.add(origin);
     });

@@ -40,14 +40,16 @@ export const transactionBodySchema = z.strictObject(shape).transform((body): Tra
 const BATCH_ROW_KEY = /^bat_[^:]*:[0-9]+$/;
 
 /** Idempotency-Key: 1 to 255 printable ASCII characters, not of the batch row form. */
-export const idempotencyHeaderSchema = z.object({
-  'idempotency-key': z
+export const idempotencyKeyField = z
     .string()
     .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters without spaces')
     .refine((value) => !BATCH_ROW_KEY.test(value), 'must not have the form bat_…:{line}, which batch rows use')
     // Stored and answered as given (the record's idempotency_key): never a card number.
     .refine((value) => !containsCardNumber(value), 'must not contain a card number')
-    .optional(),
+    .optional();
+
+export const idempotencyHeaderSchema = z.object({
+  'idempotency-key': idempotencyKeyField,
   // Validated with the other headers: it becomes the record's ip_address.
   'cf-connecting-ip': clientIpField,
 });

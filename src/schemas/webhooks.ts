@@ -5,6 +5,7 @@
  * bodies with these types.
  */
 import { z } from 'zod';
+import { urlContainsCardNumber } from '../lib/redact';
 import { deletedSchema, successEnvelopeSchema, timestampSchema } from './envelope';
 import { listQuerySchema } from './filebatch';
 import { batchRecordSchema } from './filebatch-response';
@@ -17,7 +18,13 @@ export const MAX_WEBHOOK_ENDPOINTS = 10;
 // ---- requests -------------------------------------------------------------------------------
 
 export const webhookCreateSchema = z.strictObject({
-  url: z.string('must be a string (an https:// URL)').trim().min(1, 'must not be empty').max(2048, 'must be at most 2048 characters'),
+  url: z
+    .string('must be a string (an https:// URL)')
+    .trim()
+    .min(1, 'must not be empty')
+    .max(2048, 'must be at most 2048 characters')
+    // Stored and answered back (the endpoint's record, deliveries): never a card number, also escaped.
+    .refine((url) => !urlContainsCardNumber(url), 'must not contain a card number'),
   events: z
     .array(z.enum(WEBHOOK_EVENT_TYPES, `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}`), 'must be an array of event types')
     .min(1, 'must name at least one event type (leave it out for all of them)')

@@ -49,7 +49,14 @@ export interface NewMerchantInput {
   name: string;
   enhanced_bin_lookup?: boolean | undefined;
   surcharge_rate_bps?: number | undefined;
+  max_credit_amount?: number | undefined;
 }
+
+/**
+ * An unreferenced credit (money sent to a card without an earlier sale) is capped per merchant:
+ * 1,000.00 in the currency's minor units unless the admin API sets another max_credit_amount.
+ */
+export const DEFAULT_MAX_CREDIT_AMOUNT = 100_000;
 
 export async function createMerchant(
   db: D1Database,
@@ -62,6 +69,7 @@ export async function createMerchant(
     name: input.name,
     enhanced_bin_lookup: input.enhanced_bin_lookup ?? false,
     surcharge_rate_bps: input.surcharge_rate_bps ?? 0,
+    max_credit_amount: input.max_credit_amount ?? DEFAULT_MAX_CREDIT_AMOUNT,
     created_at: isoTimestamp(now),
     updated_at: isoTimestamp(now),
   };

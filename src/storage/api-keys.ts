@@ -26,6 +26,7 @@ interface CallerRow {
   merchant_name: string;
   enhanced_bin_lookup: number;
   surcharge_rate_bps: number;
+  max_credit_amount: number;
 }
 
 /** The caller behind an active (not revoked) key, or null. */
@@ -33,7 +34,7 @@ export async function findCallerByKeyHash(db: D1Database, keyHash: string): Prom
   const row = await db
     .prepare(
       `SELECT k.id AS key_id, k.type AS key_type, m.id AS merchant_id, m.name AS merchant_name,
-              m.enhanced_bin_lookup, m.surcharge_rate_bps
+              m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount
        FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
        WHERE k.key_hash = ?1 AND k.revoked_at IS NULL`,
     )
@@ -47,6 +48,7 @@ export async function findCallerByKeyHash(db: D1Database, keyHash: string): Prom
     merchantName: row.merchant_name,
     enhancedBinLookup: row.enhanced_bin_lookup === 1,
     surchargeRateBps: row.surcharge_rate_bps,
+    maxCreditAmount: row.max_credit_amount,
   };
 }
 

@@ -9,7 +9,9 @@ const PREFIX = 'auth:';
 export const AUTH_CACHE_TTL_SECONDS = 60; // KV's minimum TTL
 
 export async function getCachedCaller(kv: KVNamespace, keyHash: string): Promise<Caller | null> {
-  return kv.get<Caller>(PREFIX + keyHash, 'json');
+  const cached = await kv.get<Caller>(PREFIX + keyHash, 'json');
+  // An entry written before a setting joined the caller is a miss (at most the TTL after a deploy).
+  return cached && typeof cached.maxCreditAmount === 'number' ? cached : null;
 }
 
 export async function putCachedCaller(kv: KVNamespace, keyHash: string, caller: Caller): Promise<void> {

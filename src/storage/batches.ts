@@ -19,6 +19,9 @@ export interface BatchRow {
   updated_at: string;
   ended_at: string | null;
   results_deleted_at: string | null;
+  /** The upload's keyed fingerprint and Idempotency-Key (absent on rows made before them). */
+  upload_sha256?: string | null;
+  upload_idempotency_key?: string | null;
 }
 
 type StoredBatchRow = Omit<BatchRow, 'columns'> & { columns: string };
@@ -31,8 +34,9 @@ export function insertBatchStatement(db: D1Database, batch: BatchRow): D1Prepare
   return db
     .prepare(
       `INSERT INTO batches (id, merchant_id, key_id, file_name, status, num_lines, num_chunks, processed_lines,
-                            columns, ip_address, failure_reason, created_at, updated_at, ended_at, results_deleted_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`,
+                            columns, ip_address, failure_reason, created_at, updated_at, ended_at, results_deleted_at,
+                            upload_sha256, upload_idempotency_key)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)`,
     )
     .bind(
       batch.id,
@@ -50,7 +54,38 @@ export function insertBatchStatement(db: D1Database, batch: BatchRow): D1Prepare
       batch.updated_at,
       batch.ended_at,
       batch.results_deleted_at,
+      batch.upload_sha256 ?? null,
+      batch.upload_idempotency_key ?? null,
     );
+}
+
+/** The merchant's batch uploaded under this Idempotency-Key after `since`, if any. */
+export async function findBatchByUploadKey(db: D1Database, merchantId: string, key: string, since: string): Promise<BatchRow | null> {
+  const row = await db
+    .prepare('SELECT * FROM batches WHERE merchant_id = ?1 AND upload_idempotency_key = ?2 AND created_at > ?3')
+    .bind(merchantId, key, since)
+    .first<StoredBatchRow>();
+  return row ? toBatch(row) : null;
+}
+
+/**
+ * Frees an Idempotency-Key whose upload is not after `before`, so a new upload can take it
+ * (the unique index holds one batch per merchant and key).
+ */
+export async function releaseUploadKey(db: D1Database, merchantId: string, key: string, before: string): Promise<void> {
+  await db
+    .prepare('UPDATE batches SET upload_idempotency_key = NULL WHERE merchant_id = ?1 AND upload_idempotency_key = ?2 AND created_at <= ?3')
+    .bind(merchantId, key, before)
+    .run();
+}
+
+/** The merchant's latest batch after `since` whose file had this fingerprint, if any. */
+export async function findBatchByUploadFingerprint(db: D1Database, merchantId: string, fingerprint: string, since: string): Promise<BatchRow | null> {
+  const row = await db
+    .prepare('SELECT * FROM batches WHERE merchant_id = ?1 AND upload_sha256 = ?2 AND created_at > ?3 ORDER BY created_at DESC LIMIT 1')
+    .bind(merchantId, fingerprint, since)
+    .first<StoredBatchRow>();
+  return row ? toBatch(row) : null;
 }
 
 /** The batch if it belongs to this merchant; null for an unknown id or another merchant's batch. */
@@ -69,14 +104,14 @@ export async function findBatchWithCaller(
 ): Promise<{ batch: BatchRow; caller: Caller } | null> {
   const row = await db
     .prepare(
-      `SELECT b.*, m.name AS merchant_name, m.enhanced_bin_lookup, m.surcharge_rate_bps, k.type AS key_type
+      `SELECT b.*, m.name AS merchant_name, m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount, k.type AS key_type
        FROM batches b JOIN merchants m ON m.id = b.merchant_id JOIN api_keys k ON k.id = b.key_id
        WHERE b.id = ?1`,
     )
     .bind(id)
-    .first<StoredBatchRow & { merchant_name: string; enhanced_bin_lookup: number; surcharge_rate_bps: number; key_type: Caller['keyType'] }>();
+    .first<StoredBatchRow & { merchant_name: string; enhanced_bin_lookup: number; surcharge_rate_bps: number; max_credit_amount: number; key_type: Caller['keyType'] }>();
   if (!row) return null;
-  const { merchant_name, enhanced_bin_lookup, surcharge_rate_bps, key_type, ...batch } = row;
+  const { merchant_name, enhanced_bin_lookup, surcharge_rate_bps, max_credit_amount, key_type, ...batch } = row;
   return {
     batch: toBatch(batch),
     caller: {
@@ -86,6 +121,7 @@ export async function findBatchWithCaller(
       keyType: key_type,
       enhancedBinLookup: enhanced_bin_lookup === 1,
       surchargeRateBps: surcharge_rate_bps,
+      maxCreditAmount: max_credit_amount,
     },
   };
 }

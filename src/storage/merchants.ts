@@ -5,6 +5,7 @@ export interface Merchant {
   name: string;
   enhanced_bin_lookup: boolean;
   surcharge_rate_bps: number;
+  max_credit_amount: number;
   created_at: string;
   updated_at: string;
 }
@@ -14,6 +15,7 @@ interface MerchantRow {
   name: string;
   enhanced_bin_lookup: number;
   surcharge_rate_bps: number;
+  max_credit_amount: number;
   created_at: string;
   updated_at: string;
 }
@@ -24,6 +26,7 @@ function toMerchant(row: MerchantRow): Merchant {
     name: row.name,
     enhanced_bin_lookup: row.enhanced_bin_lookup === 1,
     surcharge_rate_bps: row.surcharge_rate_bps,
+    max_credit_amount: row.max_credit_amount,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -32,8 +35,8 @@ function toMerchant(row: MerchantRow): Merchant {
 export function insertMerchantStatement(db: D1Database, merchant: Merchant): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO merchants (id, name, enhanced_bin_lookup, surcharge_rate_bps, created_at, updated_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+      `INSERT INTO merchants (id, name, enhanced_bin_lookup, surcharge_rate_bps, created_at, updated_at, max_credit_amount)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
     )
     .bind(
       merchant.id,
@@ -42,6 +45,7 @@ export function insertMerchantStatement(db: D1Database, merchant: Merchant): D1P
       merchant.surcharge_rate_bps,
       merchant.created_at,
       merchant.updated_at,
+      merchant.max_credit_amount,
     );
 }
 
@@ -54,6 +58,7 @@ export interface MerchantChanges {
   name?: string | undefined;
   enhanced_bin_lookup?: boolean | undefined;
   surcharge_rate_bps?: number | undefined;
+  max_credit_amount?: number | undefined;
 }
 
 /** The update as a statement, for a `db.batch` with other writes; `merchantFromUpdate` reads its result. */
@@ -64,7 +69,8 @@ export function updateMerchantStatement(db: D1Database, id: string, changes: Mer
          name = COALESCE(?2, name),
          enhanced_bin_lookup = COALESCE(?3, enhanced_bin_lookup),
          surcharge_rate_bps = COALESCE(?4, surcharge_rate_bps),
-         updated_at = ?5
+         updated_at = ?5,
+         max_credit_amount = COALESCE(?6, max_credit_amount)
        WHERE id = ?1 RETURNING *`,
     )
     .bind(
@@ -73,6 +79,7 @@ export function updateMerchantStatement(db: D1Database, id: string, changes: Mer
       changes.enhanced_bin_lookup === undefined ? null : changes.enhanced_bin_lookup ? 1 : 0,
       changes.surcharge_rate_bps ?? null,
       updatedAt,
+      changes.max_credit_amount ?? null,
     );
 }
 

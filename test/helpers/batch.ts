@@ -39,14 +39,18 @@ export function saleRows(count: number): string[][] {
   return Array.from({ length: count }, (_, i) => ['sale', String(1000 + i), '4111111111111111', '12/30', `ord${i + 1}`]);
 }
 
+/**
+ * The upload helpers say ?allow_duplicate=true: the tests using them upload the same few files
+ * again for one merchant on purpose (test/integration/filebatch-repeats.test.ts tests the refusal).
+ */
 export function uploadMultipart(key: string, text: string | Uint8Array, fileName = 'batch.csv'): Promise<Response> {
   const form = new FormData();
   form.append('file', new File([text], fileName, { type: 'text/csv' }));
-  return call('POST', '/api/filebatch', { key, body: form });
+  return call('POST', '/api/filebatch?allow_duplicate=true', { key, body: form });
 }
 
 export function uploadRaw(key: string, text: string, fileName = 'raw.csv'): Promise<Response> {
-  return call('POST', `/api/filebatch?file_name=${encodeURIComponent(fileName)}`, {
+  return call('POST', `/api/filebatch?allow_duplicate=true&file_name=${encodeURIComponent(fileName)}`, {
     key,
     body: text,
     headers: { 'Content-Type': 'text/csv' },
@@ -105,7 +109,7 @@ export async function createUnqueuedBatch(
   async function* source() {
     yield bytes;
   }
-  const outcome = await uploadBatch(env, caller, { fileName, bytes: source() }, '203.0.113.7', systemClock);
+  const outcome = await uploadBatch(env, caller, { fileName, bytes: source() }, '203.0.113.7', systemClock, { allowDuplicate: true });
   if (!outcome.ok) throw new Error(outcome.msg);
   return { id: outcome.batch.id, messages: outcome.messages };
 }

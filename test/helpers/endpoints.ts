@@ -144,7 +144,8 @@ export const endpoints: Endpoint[] = [
     route: 'POST /api/filebatch',
     streamed: true,
     auth: 'secret',
-    path: () => '/api/filebatch',
+    // The same small file again and again: meant (its refusal is filebatch-repeats.test.ts's).
+    path: () => '/api/filebatch?allow_duplicate=true',
     body: () => batchForm(),
     okStatus: 200,
   },

@@ -5,7 +5,7 @@
  */
 export interface RateLimit {
   path: string;
-  binding: 'LOOKUP_RATE_LIMITER' | 'TOKENIZER_RATE_LIMITER' | 'TRANSACTION_RATE_LIMITER';
+  binding: 'LOOKUP_RATE_LIMITER' | 'TOKENIZER_RATE_LIMITER' | 'TRANSACTION_RATE_LIMITER' | 'UPLOAD_RATE_LIMITER';
   /** Requests per window per API key. */
   limit: number;
   /** The window in seconds, and the Retry-After a client over the limit is given. */
@@ -17,6 +17,7 @@ export const RATE_LIMITS: readonly RateLimit[] = [
   { path: '/api/lookup/bin/protected', binding: 'LOOKUP_RATE_LIMITER', limit: 1200, period: 60, type: 'secret' },
   { path: '/api/tokenizer/token', binding: 'TOKENIZER_RATE_LIMITER', limit: 600, period: 60, type: 'public' },
   { path: '/api/transaction', binding: 'TRANSACTION_RATE_LIMITER', limit: 600, period: 60, type: 'secret' },
+  { path: '/api/filebatch', binding: 'UPLOAD_RATE_LIMITER', limit: 120, period: 60, type: 'secret' },
 ];
 
 /**

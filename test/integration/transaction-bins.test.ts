@@ -106,7 +106,7 @@ describe('bulk card metadata (one D1 query per chunk)', () => {
     const cachedEntries = async () =>
       (await env.BIN_CACHE.list({ prefix: 'bin:' })).keys.length + (await env.BIN_CACHE.list({ prefix: 'range:' })).keys.length;
     for (const enhancedBinLookup of [false, true]) {
-      const caller = { merchantId: shop.id, merchantName: shop.name, keyId: 'key_test', keyType: 'secret' as const, enhancedBinLookup, surchargeRateBps: 300 };
+      const caller = { merchantId: shop.id, merchantName: shop.name, keyId: 'key_test', keyType: 'secret' as const, enhancedBinLookup, surchargeRateBps: 300, maxCreditAmount: 100_000 };
       const batchId = randomId(20, 'bat_');
       const requests = Array.from({ length: 200 }, (_, i) => ({
         input: { transaction_type: 'sale', cc_number: luhn(`424242${String(i).padStart(5, '0')}1234`), cc_expiration: '12/30', amount: '1000' },

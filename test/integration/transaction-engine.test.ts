@@ -63,6 +63,7 @@ beforeAll(async () => {
     keyType: 'secret',
     enhancedBinLookup: false,
     surchargeRateBps: 300,
+    maxCreditAmount: 100_000,
   };
 });
 

@@ -60,6 +60,7 @@ describe('revocation while a request authenticates', () => {
       keyType: 'secret',
       enhancedBinLookup: false,
       surchargeRateBps: 0,
+      maxCreditAmount: 100_000,
     });
     const get = env.BIN_CACHE.get.bind(env.BIN_CACHE) as (name: string, type: 'json') => Promise<unknown>;
     let revoked = false;

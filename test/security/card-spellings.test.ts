@@ -5,16 +5,13 @@
  */
 import { env } from 'cloudflare:workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createMerchant, type TestMerchant } from '../helpers/api';
+import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { csv, parseResult, uploadMultipart, waitForStatus, QUEUE_TEST_TIMEOUT } from '../helpers/batch';
-import { CARD_SPELLINGS } from '../helpers/card-spellings';
+import { CARD_SPELLINGS, SPELLED_CARD_NUMBERS } from '../helpers/card-spellings';
 import { captureConsole, describeFindings, findSecrets, scanD1, scanR2, type Finding, type Secrets } from '../helpers/leak-scan';
 import { batchShardName, shardEntryList } from '../helpers/ledger';
 
-const SECRETS: Secrets = {
-  cardNumbers: ['4111111111111111', '5555555555554444', '378282246310005', '6011000990139424', '4000056655665556'],
-  cvcs: [],
-};
+const SECRETS: Secrets = { cardNumbers: SPELLED_CARD_NUMBERS, cvcs: [] };
 const NO_CARD = 'must not contain a card number';
 
 describe('card numbers in any spelling, at every door', () => {
@@ -68,6 +65,35 @@ describe('card numbers in any spelling, at every door', () => {
     expect(read.status).toBe(400);
   });
 
+  it.each(CARD_SPELLINGS)('refuses %j in webhook URLs, merchant and processor names, tokenizer origins; quotes it in no message', async (spelling) => {
+    const encoded = encodeURIComponent(spelling);
+    for (const url of [`https://hooks.example.com/pay/${encoded}`, `https://hooks.example.com/h?card=${encoded}`, `https://hooks.example.com/h#${encoded}`, `https://hooks.example.com/${spelling}`]) {
+      const hook = await say('POST', '/api/webhooks', { key: shop.secretKey, body: { url } });
+      expect(hook.status, url).toBe(400);
+    }
+    const named = await say('POST', '/admin/merchants', { key: ADMIN_TOKEN, body: { name: `Shop ${spelling}` } });
+    expect(named.status).toBe(400);
+    expect(await msgOf(named)).toBe(`name: ${NO_CARD}`);
+    const processor = await say('POST', `/admin/merchants/${shop.id}/processors`, { key: ADMIN_TOKEN, body: { name: `Acquirer ${spelling}` } });
+    expect(processor.status).toBe(400);
+    const origins = await say('PATCH', `/admin/merchants/${shop.id}`, { key: ADMIN_TOKEN, body: { tokenizer_origins: [`https://${spelling}.example`] } });
+    expect(origins.status).toBe(400);
+    const unknownKey = await say('POST', '/api/vault/customer', { key: shop.secretKey, body: { [spelling]: 'x' } });
+    expect(unknownKey.status).toBe(400);
+    expect(await msgOf(unknownKey)).toContain('(a card number)');
+    const noRoute = await say('GET', `/api/nothing/${encoded}`, { key: shop.secretKey });
+    expect(noRoute.status).toBe(404);
+    if (/^[\x21-\x7e]+$/.test(spelling)) {
+      // Header values are ASCII: the hosted frame's parent origin, quoted in the 403.
+      const parent = await say('POST', '/api/tokenizer/token', {
+        key: shop.publicKey,
+        body: { cc_number: '4242424242424242', cc_expiration: '12/39' },
+        headers: { Origin: 'http://binbatch.test', 'Tokenizer-Parent-Origin': `https://${spelling}.example` },
+      });
+      expect(parent.status).toBe(403);
+    }
+  });
+
   it(
     'batch rows with a card number in a plain column become error rows that do not echo it; file names and header names are masked',
     async () => {
@@ -93,7 +119,7 @@ describe('card numbers in any spelling, at every door', () => {
       expect(await shardEntryList(batchShardName(shop.id, data.id))).toEqual([]);
 
       for (const spelling of CARD_SPELLINGS) {
-        const named = await say('POST', '/api/filebatch', { key: shop.secretKey, body: form(csv(['transaction_type', 'amount'], [['sale', '1']]), `pay ${spelling}.csv`) });
+        const named = await say('POST', '/api/filebatch?allow_duplicate=true', { key: shop.secretKey, body: form(csv(['transaction_type', 'amount'], [['sale', '1']]), `pay ${spelling}.csv`) });
         expect(named.status).toBe(200);
         const answered = await named.clone().json<{ data: { file_name: string } }>();
         expect(answered.data.file_name).toMatch(/^pay .*\*{5}.*\.csv$/);

@@ -306,6 +306,28 @@ describe('rate limits', () => {
   });
 });
 
+describe('upload rate limit', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("the console's uploads count against the signed-in key's upload budget: 429 with Retry-After", async () => {
+    const busy = await createMerchant({ name: 'Busy console' });
+    const now = Date.UTC(2026, 10, 23, 12, 0, 30);
+    vi.spyOn(env.UPLOAD_RATE_LIMITER, 'limit').mockImplementation(limiterOnClock(120, 60, () => now));
+    const origin = 'http://binbatch.test';
+    const signIn = await call('POST', '/console/session', { body: { api_key: busy.secretKey }, headers: { Origin: origin } });
+    const cookie = (signIn.headers.get('Set-Cookie') ?? '').split(';')[0] ?? '';
+    const { data } = await signIn.json<{ data: { csrf_token: string } }>();
+    const id = await apiKeyId(busy.id, 'secret');
+    for (let i = 0; i < 120; i += 1) await env.UPLOAD_RATE_LIMITER.limit({ key: id });
+    const form = new FormData();
+    form.append('file', new File(['"transaction_type","amount"\n"sale","1"\n'], 'console.csv', { type: 'text/csv' }));
+    const limited = await call('POST', '/console/batches', { body: form, headers: { Cookie: cookie, 'X-CSRF-Token': data.csrf_token, Origin: origin } });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('Retry-After')).toBe('60');
+    await limited.body?.cancel();
+  });
+});
+
 describe('temp token lifetime', () => {
   it(`a temp token reads as unknown ${TEMP_TOKEN_TTL_SECONDS} seconds after it was made`, async () => {
     const response = await call('POST', '/api/tokenizer/token', {

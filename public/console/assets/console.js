@@ -103,7 +103,10 @@ dropZone.addEventListener('drop', (event) => {
     setFieldError($('csv-file'), $('csv-file-error'), '');
   }
 });
-$('csv-file').addEventListener('change', () => setFieldError($('csv-file'), $('csv-file-error'), ''));
+$('csv-file').addEventListener('change', () => {
+  setFieldError($('csv-file'), $('csv-file-error'), '');
+  $('upload-anyway').hidden = true;
+});
 
 $('upload-form').addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -114,16 +117,34 @@ $('upload-form').addEventListener('submit', async (event) => {
     input.focus();
     return;
   }
+  await sendFile(file, false);
+});
+
+// The same file as an upload of the last 24 hours is refused (409, naming that batch): the person
+// reads which batch it was, and may upload it anyway (?allow_duplicate=true).
+$('upload-anyway').addEventListener('click', async () => {
+  const input = $('csv-file');
+  const file = input.files && input.files[0];
+  if (file) await sendFile(file, true);
+});
+
+async function sendFile(file, allowDuplicate) {
+  const input = $('csv-file');
   const button = $('upload-button');
+  const anyway = $('upload-anyway');
+  anyway.hidden = true;
   button.disabled = true;
   button.textContent = 'Uploading…';
   try {
     const form = new FormData();
     form.append('file', file, file.name);
-    const result = await api('POST', '/console/batches', form);
+    const result = await api('POST', `/console/batches${allowDuplicate ? '?allow_duplicate=true' : ''}`, form);
     if (!result.ok) {
-      setFieldError(input, $('csv-file-error'), `The file was refused: ${result.msg}`);
-      input.focus();
+      const duplicate = result.status === 409 && result.msg.includes('allow_duplicate');
+      const msg = duplicate ? result.msg.replace(/; to charge its rows again.*$/, '. Upload it anyway to charge its rows again.') : result.msg;
+      setFieldError(input, $('csv-file-error'), `The file was refused: ${msg}`);
+      anyway.hidden = !duplicate;
+      (duplicate ? anyway : input).focus();
       return;
     }
     setFieldError(input, $('csv-file-error'), '');
@@ -134,7 +155,7 @@ $('upload-form').addEventListener('submit', async (event) => {
     button.disabled = false;
     button.textContent = 'Upload';
   }
-});
+}
 
 // ---- watching a batch ----
 

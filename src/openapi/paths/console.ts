@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { batchSummaryResponseSchema, consoleSessionResponseSchema, consoleSignedOutResponseSchema, consoleSignInSchema } from '../../schemas/console';
-import { batchIdParamSchema, listQuerySchema } from '../../schemas/filebatch';
+import { batchIdParamSchema, consoleUploadQuerySchema, listQuerySchema, uploadHeaderSchema } from '../../schemas/filebatch';
 import { batchListResponseSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
 import { errors, json, ok, type Registry } from './common';
 
@@ -61,12 +61,20 @@ export function registerConsole(registry: Registry): void {
     summary: 'Upload a batch file (multipart/form-data, a part named "file"), as POST /api/filebatch',
     security: SESSION,
     request: {
-      headers: CSRF.headers,
+      query: consoleUploadQuerySchema,
+      headers: CSRF.headers.extend(uploadHeaderSchema.shape),
       body: { required: true, content: { 'multipart/form-data': { schema: z.object({ file: z.string().meta({ format: 'binary' }) }) } } },
     },
     responses: {
-      200: ok('The batch, pending.', uploadResponseSchema),
-      ...errors([400, 401, 403, 413], { ...FORBIDDEN, 400: 'The file was refused: `msg` names the line and the problem.' }),
+      200: {
+        ...ok('The batch, pending (or the first upload\'s answer again, under a repeated Idempotency-Key).', uploadResponseSchema),
+        headers: { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } } },
+      },
+      ...errors([400, 401, 403, 409, 413, 429], {
+        ...FORBIDDEN,
+        400: 'The file was refused: `msg` names the line and the problem.',
+        409: 'The same file was uploaded in the last 24 hours (`msg` names its batch; `?allow_duplicate=true` uploads it anyway), or the Idempotency-Key was used for another file.',
+      }),
     },
   });
   registry.registerPath({

@@ -1,4 +1,4 @@
-import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadQuerySchema } from '../../schemas/filebatch';
+import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema } from '../../schemas/filebatch';
 import { batchListResponseSchema, batchRecordSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { errors, ok, SECRET_KEY, type Registry } from './common';
@@ -20,10 +20,13 @@ export function registerFilebatch(registry: Registry): void {
     summary: 'Upload a batch CSV; it is checked while it streams, then processed in the background',
     description:
       'Multipart form data with one part named `file`, or the raw CSV as a `text/csv` body naming the file with `?file_name=`. ' +
-      'A structural problem rejects the whole file with the line (400); nothing is kept. Success is the envelope with status `pending`.',
+      'A structural problem rejects the whole file with the line (400); nothing is kept. Success is the envelope with status `pending`. ' +
+      'With an `Idempotency-Key`, the same key and file within 24 hours answer the first batch again (200, `Idempotent-Replayed: true`), another file under the key is a 409. ' +
+      'The same bytes as a file uploaded in the last 24 hours are a 409 naming that batch, unless `?allow_duplicate=true`. Rate-limited per key (120 per 60 s).',
     security: SECRET_KEY,
     request: {
       query: uploadQuerySchema,
+      headers: uploadHeaderSchema,
       body: {
         required: true,
         content: {
@@ -39,9 +42,13 @@ export function registerFilebatch(registry: Registry): void {
       },
     },
     responses: {
-      200: ok('Accepted: the batch record, status `pending`.', uploadResponseSchema),
-      ...errors([400, 401, 413], {
+      200: {
+        ...ok('Accepted: the batch record, status `pending`; or, under an Idempotency-Key used with the same file, the first upload\'s answer again.', uploadResponseSchema),
+        headers: { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } } },
+      },
+      ...errors([400, 401, 409, 413, 429], {
         400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a wrong Content-Type.',
+        409: 'The same file was uploaded in the last 24 hours (`msg` names its batch; `?allow_duplicate=true` uploads it anyway), or the Idempotency-Key was used for another file.',
         413: 'Over BATCH_MAX_BYTES or BATCH_MAX_ROWS; nothing is kept.',
       }),
     },

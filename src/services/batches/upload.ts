@@ -4,14 +4,15 @@
  */
 import type { Caller, Env } from '../../env';
 import { maskCardNumbersIn } from '../../lib/card-number';
-import { randomId } from '../../lib/crypto';
+import { randomId, toHex } from '../../lib/crypto';
+import { derivedHmacKey } from '../../lib/derived-keys';
 import { CsvScanner, problemMessage } from '../../lib/batch-csv';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { UploadedBatch } from '../../schemas/filebatch-response';
 import type { ChunkMessage } from '../../schemas/queue';
 import { INPUT_COLUMNS } from '../../schemas/transaction-columns';
-import { R2UploadWriter, uploadKey } from '../../storage/batch-files';
-import type { BatchRow } from '../../storage/batches';
+import { deleteUpload, R2UploadWriter, uploadKey } from '../../storage/batch-files';
+import { findBatchByUploadFingerprint, findBatchByUploadKey, releaseUploadKey, type BatchRow } from '../../storage/batches';
 import { batchLimits } from './limits';
 import { chunkMessages, createBatch, lifecycleDeps, startBatch } from './lifecycle';
 
@@ -37,13 +38,69 @@ export function checkHeader(columns: string[]): string | null {
 
 export type { UploadedBatch };
 
+/** `replayed`: the upload repeated an earlier one under its Idempotency-Key; that batch is answered again. */
 export type UploadOutcome =
-  | { ok: true; batch: UploadedBatch; messages: ChunkMessage[] }
-  | { ok: false; reason: 'invalid_file' | 'too_large'; msg: string };
+  | { ok: true; batch: UploadedBatch; messages: ChunkMessage[]; replayed: boolean }
+  | { ok: false; reason: 'invalid_file' | 'too_large' | 'duplicate_file' | 'key_reused'; msg: string };
 
 export interface UploadSource {
   fileName: string;
   bytes: AsyncIterable<Uint8Array>;
+}
+
+/** What an upload may say about repeats: its Idempotency-Key, and whether the same file again is meant. */
+export interface UploadOptions {
+  idempotencyKey?: string | undefined;
+  allowDuplicate?: boolean | undefined;
+}
+
+/** An upload's key answers its batch, and the same bytes are refused, for this long. */
+export const UPLOAD_REPEAT_WINDOW_MS = 24 * 60 * 60 * 1_000;
+
+/** The answer an upload gave: what a replay under its Idempotency-Key answers again. */
+function uploadedBatch(row: BatchRow): UploadedBatch {
+  return { id: row.id, file_name: row.file_name, status: 'pending', num_lines: row.num_lines, created_at: row.created_at, updated_at: row.created_at };
+}
+
+/** The file's SHA-256, keyed (HMAC under a key derived from CARD_DATA_KEY): the file holds card numbers. */
+async function uploadFingerprint(env: Env, sha256: ArrayBuffer): Promise<string> {
+  const key = await derivedHmacKey(env.CARD_DATA_KEY, 'binbatch upload fingerprint v1');
+  return toHex(new Uint8Array(await crypto.subtle.sign('HMAC', key, sha256)));
+}
+
+/**
+ * An earlier upload this one repeats, decided once the file is read: under the same key, its batch
+ * again (same file) or a 409 (another file); without one, or with a new key, the same bytes as an
+ * upload of the last 24 hours are a 409 naming that batch unless `allowDuplicate`. Null: go on.
+ */
+async function repeatOf(
+  env: Env,
+  caller: Caller,
+  fingerprint: string,
+  options: UploadOptions,
+  since: string,
+): Promise<Extract<UploadOutcome, { ok: false }> | { ok: true; batch: UploadedBatch; messages: []; replayed: true } | null> {
+  if (options.idempotencyKey !== undefined) {
+    const earlier = await findBatchByUploadKey(env.DB, caller.merchantId, options.idempotencyKey, since);
+    if (earlier) return keyedRepeat(earlier, fingerprint);
+  }
+  if (options.allowDuplicate) return null;
+  const same = await findBatchByUploadFingerprint(env.DB, caller.merchantId, fingerprint, since);
+  if (!same) return null;
+  return {
+    ok: false,
+    reason: 'duplicate_file',
+    msg: `this file was already uploaded in the last 24 hours as batch ${same.id}; to charge its rows again, upload it with ?allow_duplicate=true`,
+  };
+}
+
+function keyedRepeat(earlier: BatchRow, fingerprint: string): Extract<UploadOutcome, { ok: false }> | { ok: true; batch: UploadedBatch; messages: []; replayed: true } {
+  if (earlier.upload_sha256 === fingerprint) return { ok: true, batch: uploadedBatch(earlier), messages: [], replayed: true };
+  return {
+    ok: false,
+    reason: 'key_reused',
+    msg: `idempotency-key: already used in the last 24 hours for another file (batch ${earlier.id})`,
+  };
 }
 
 /**
@@ -57,15 +114,22 @@ export async function uploadBatch(
   source: UploadSource,
   ipAddress: string | null,
   clock: Clock,
+  options: UploadOptions = {},
 ): Promise<UploadOutcome> {
   const limits = batchLimits(env);
   const id = randomId(20, 'bat_');
   const scanner = new CsvScanner({ chunkRows: limits.chunkRows, maxRowBytes: MAX_ROW_BYTES, checkHeader });
   const writer = new R2UploadWriter(env.FILES, uploadKey(id));
+  // The file's SHA-256, computed as it streams (the bytes are never held whole).
+  const digest = new crypto.DigestStream('SHA-256');
+  const digestWriter = digest.getWriter();
+  // A refused file leaves the digest unfinished; its promise then rejects, and nobody else awaits it.
+  digest.digest.catch(() => {});
   let size = 0;
   let failure: UploadOutcome | null = null;
   try {
     for await (const bytes of source.bytes) {
+      await digestWriter.write(bytes);
       size += bytes.length;
       if (size > limits.maxBytes) {
         failure = { ok: false, reason: 'too_large', msg: `the file exceeds the limit of ${limits.maxBytes} bytes` };
@@ -83,7 +147,7 @@ export async function uploadBatch(
       await writer.write(bytes);
     }
   } catch (err) {
-    await writer.abort();
+    await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
     throw err;
   }
   let scan = failure ? null : scanner.finish();
@@ -93,10 +157,19 @@ export async function uploadBatch(
     scan = null;
   }
   if (failure || !scan || !scan.ok) {
-    await writer.abort();
+    await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
     return failure ?? { ok: false, reason: 'invalid_file', msg: scan && !scan.ok ? problemMessage(scan) : 'invalid file' };
   }
+  await digestWriter.close();
+  const fingerprint = await uploadFingerprint(env, await digest.digest);
+  const since = isoTimestamp(new Date(clock().getTime() - UPLOAD_REPEAT_WINDOW_MS));
+  const repeat = await repeatOf(env, caller, fingerprint, options, since);
+  if (repeat) {
+    await writer.abort();
+    return repeat;
+  }
   await writer.finish();
+  if (options.idempotencyKey !== undefined) await releaseUploadKey(env.DB, caller.merchantId, options.idempotencyKey, since);
 
   const now = isoTimestamp(clock());
   const row: BatchRow = {
@@ -115,13 +188,20 @@ export async function uploadBatch(
     updated_at: now,
     ended_at: null,
     results_deleted_at: null,
+    upload_sha256: fingerprint,
+    upload_idempotency_key: options.idempotencyKey ?? null,
   };
-  await createBatch(lifecycleDeps(env), row, scan.chunks);
-  return {
-    ok: true,
-    batch: { id, file_name: row.file_name, status: 'pending', num_lines: row.num_lines, created_at: now, updated_at: now },
-    messages: chunkMessages(id, scan.chunks),
-  };
+  try {
+    await createBatch(lifecycleDeps(env), row, scan.chunks);
+  } catch (err) {
+    // Another upload under the same key made its batch first (the unique index): this one is a
+    // repeat of it, and its stored file goes.
+    const winner = options.idempotencyKey === undefined ? null : await findBatchByUploadKey(env.DB, caller.merchantId, options.idempotencyKey, since);
+    if (!winner) throw err;
+    await deleteUpload(env.FILES, id);
+    return keyedRepeat(winner, fingerprint);
+  }
+  return { ok: true, batch: uploadedBatch(row), messages: chunkMessages(id, scan.chunks), replayed: false };
 }
 
 /**
@@ -136,10 +216,11 @@ export async function acceptUpload(
   ipAddress: string | null,
   clock: Clock,
   schedule: (work: Promise<unknown>) => void,
-): Promise<Exclude<UploadOutcome, { ok: true }> | { ok: true; batch: UploadedBatch }> {
-  const outcome = await uploadBatch(env, caller, source, ipAddress, clock);
+  options: UploadOptions = {},
+): Promise<Exclude<UploadOutcome, { ok: true }> | { ok: true; batch: UploadedBatch; replayed: boolean }> {
+  const outcome = await uploadBatch(env, caller, source, ipAddress, clock, options);
   if (!outcome.ok) return outcome;
-  schedule(startBatch(lifecycleDeps(env), outcome.batch.id, outcome.messages));
-  return { ok: true, batch: outcome.batch };
+  if (!outcome.replayed) schedule(startBatch(lifecycleDeps(env), outcome.batch.id, outcome.messages));
+  return { ok: true, batch: outcome.batch, replayed: outcome.replayed };
 }
 

@@ -180,6 +180,8 @@ export class Resolver {
         maxRateBps: policy?.maxRateBps ?? null,
       });
       if (!amounts.ok) return amounts;
+      const overCap = creditOverCap(tx.type, amounts.value.amount, this.#engine.caller.maxCreditAmount);
+      if (overCap) return { ok: false, errors: [overCap] };
       return { ok: true, ...this.#claim({ tx, prepared }, processor, draft, payment, amounts.value) };
     });
   }
@@ -307,4 +309,20 @@ export class Resolver {
     }
     return { kind: 'card', number: method.number, expiry, cvc: source.cvc, method: 'customer', customer };
   }
+}
+
+/**
+ * A credit sends money to a card without an earlier sale to refund (refunds of a sale come with
+ * the transaction lifecycle): a stolen key could pay itself out. Each is capped by the merchant's
+ * max_credit_amount (admin API; 0 refuses them); the row's result line or the API's 400 says why.
+ */
+function creditOverCap(type: ValidTransaction['type'], amount: number, cap: number): RowError | null {
+  if (type !== 'credit' || amount <= cap) return null;
+  return {
+    field: 'amount',
+    msg:
+      cap === 0
+        ? 'unreferenced credits are not allowed for this merchant (max_credit_amount is 0)'
+        : `a credit of ${amount} exceeds this merchant's max_credit_amount of ${cap}`,
+  };
 }
