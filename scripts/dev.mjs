@@ -3,7 +3,8 @@
 //  1. .dev.vars with a random ADMIN_TOKEN and CARD_DATA_KEY, created only when missing;
 //  2. schema.sql applied to the local D1;
 //  3. the demo merchant (keys shown in the README) and the sample data seeded;
-//  4. wrangler dev, with any extra flags passed through (`npm run dev -- --port 9000`), and two
+//  4. wrangler dev, with any extra flags passed through (`npm run dev -- --port 9000`; with
+//     `--persist-to DIR` the local state, schema and demo data included, lives in DIR), and two
 //     vars for local webhooks: endpoints on http://localhost are allowed, retries come in seconds.
 //     Its output goes through the card-number masker: wrangler prints each request's path, and a
 //     card number typed into one must not reach the terminal or a saved log whole;
@@ -33,8 +34,6 @@ if (!existsSync(devVars)) {
   console.log(`Created ${devVars} with a random ADMIN_TOKEN and CARD_DATA_KEY.`);
 }
 
-await seedLocalState();
-
 /** The value of `--name value` or `--name=value` in args. */
 function flagValue(args, name) {
   for (let i = 0; i < args.length; i++) {
@@ -45,6 +44,10 @@ function flagValue(args, name) {
 }
 
 const args = process.argv.slice(2);
+// `--persist-to DIR` (wrangler's own flag, passed on to it) keeps this run's local state in DIR:
+// the schema and the demo data go there too.
+const persistTo = flagValue(args, '--persist-to');
+await seedLocalState({ persistTo });
 // The demo's own flags, which wrangler would refuse.
 const noDemo = args.includes('--no-demo');
 const demoPortFlag = flagValue(args, '--demo-port');
@@ -55,7 +58,7 @@ const tokenizerUrl = `http://${!ip || ip === '0.0.0.0' || ip === '*' ? 'localhos
 const demoPort = Number(demoPortFlag ?? port + 1);
 if (!noDemo) {
   console.log(`Allowing the demo checkout's origins (port ${demoPort}) to frame the demo merchant's tokenizer...`);
-  executeLocalSql(demoTokenizerOriginsSql([`http://localhost:${demoPort}`, `http://127.0.0.1:${demoPort}`]));
+  executeLocalSql(demoTokenizerOriginsSql([`http://localhost:${demoPort}`, `http://127.0.0.1:${demoPort}`]), { persistTo });
 }
 
 // Production keeps wrangler.toml's values (no local URLs; 8 attempts over about 22 hours).

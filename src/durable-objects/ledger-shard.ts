@@ -42,6 +42,7 @@ import {
   type PackedRecord,
   type RetentionOutcome,
   type ShardIdentity,
+  type ShardFailure,
   type ShardQuery,
   type StoredTransaction,
 } from '../storage/ledger-shard';
@@ -49,6 +50,19 @@ import {
 interface OpenClaim {
   claimId: number;
   stored: StoredTransaction;
+}
+
+/**
+ * A write the shard could not make (its storage failed) is answered, not thrown, so the caller
+ * (which retries the chunk or answers 500) sees it once, and the object does not also report it as
+ * an uncaught exception of its own, as a rejected RPC would.
+ */
+async function answerOrFailure<T>(work: () => Promise<T>): Promise<T | ShardFailure> {
+  try {
+    return await work();
+  } catch (err) {
+    return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
+  }
 }
 
 function keyOf(stored: StoredTransaction): string {
@@ -104,7 +118,11 @@ export class LedgerShard extends DurableObject<Env> {
    * Claims every entry whose key holds neither a record nor an open claim, in one step (no await
    * between the check and the write); answers the keys claimed. The rest were taken by another attempt.
    */
-  async claim(shard: ShardIdentity, requests: readonly ClaimRequest[], createdAt: string): Promise<string[]> {
+  async claim(shard: ShardIdentity, requests: readonly ClaimRequest[], createdAt: string): Promise<string[] | ShardFailure> {
+    return answerOrFailure(() => this.#claim(shard, requests, createdAt));
+  }
+
+  async #claim(shard: ShardIdentity, requests: readonly ClaimRequest[], createdAt: string): Promise<string[]> {
     await this.#ensure(shard);
     const claims = this.#open(shard.merchantId);
     const sql = this.ctx.storage.sql;
@@ -138,7 +156,11 @@ export class LedgerShard extends DurableObject<Env> {
    * Writes the records of claims still open (their page: gzip for a batch chunk, plain JSON for an API
    * transaction) and closes those claims; answers the keys written.
    */
-  async complete(shard: ShardIdentity, answers: readonly ClaimAnswer[]): Promise<string[]> {
+  async complete(shard: ShardIdentity, answers: readonly ClaimAnswer[]): Promise<string[] | ShardFailure> {
+    return answerOrFailure(() => this.#complete(shard, answers));
+  }
+
+  async #complete(shard: ShardIdentity, answers: readonly ClaimAnswer[]): Promise<string[]> {
     // Once the shard has dropped its hashes, a late record keeps none either.
     const keepHashes = readMeta(this.ctx.storage.sql)?.hashesClearAt != null;
     for (;;) {
@@ -177,7 +199,11 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   /** Drops open claims whose charge never reached the processor (their keys are free again); answers the keys released. */
-  async release(shard: ShardIdentity, keys: readonly string[]): Promise<string[]> {
+  async release(shard: ShardIdentity, keys: readonly string[]): Promise<string[] | ShardFailure> {
+    return answerOrFailure(() => this.#release(shard, keys));
+  }
+
+  async #release(shard: ShardIdentity, keys: readonly string[]): Promise<string[]> {
     const claims = this.#open(shard.merchantId);
     const byClaim = this.#byClaim(shard, keys.flatMap((key) => claims.get(key)?.stored ?? []));
     this.ctx.storage.transactionSync(() => {

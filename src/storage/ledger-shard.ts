@@ -176,6 +176,11 @@ export interface ClaimRequest {
   entries: readonly StoredTransaction[];
 }
 
+/** A write a shard could not make: its calls answer this instead of rejecting (the caller throws). */
+export interface ShardFailure {
+  failed: string;
+}
+
 /** What a shard's retention did. */
 export interface RetentionOutcome {
   archived: boolean;

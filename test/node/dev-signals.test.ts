@@ -5,7 +5,10 @@
  * is closed.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -79,8 +82,10 @@ describe('npm run dev', () => {
     'stopped with %s, ends wrangler, workerd and the demo checkout',
     async (signal) => {
       const [port, demoPort, inspectorPort] = await freePorts();
+      // A local state of its own: the developer's .wrangler/state (perhaps made by an older schema) is not touched.
+      const state = mkdtempSync(join(tmpdir(), 'binbatch-dev-signals-'));
       // Through npm, as a person or a supervisor starts it, in a process group of its own.
-      const dev = spawn('npm', ['run', '--silent', 'dev', '--', '--port', String(port), '--demo-port', String(demoPort), '--inspector-port', String(inspectorPort)], {
+      const dev = spawn('npm', ['run', '--silent', 'dev', '--', '--port', String(port), '--demo-port', String(demoPort), '--inspector-port', String(inspectorPort), '--persist-to', state], {
         cwd: root,
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
@@ -116,6 +121,7 @@ describe('npm run dev', () => {
       } finally {
         // Whatever the outcome, nothing of this test keeps running.
         for (const pid of [...started, ...descendants(dev.pid as number), dev.pid as number]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+        rmSync(state, { recursive: true, force: true });
       }
     },
     150_000,

@@ -66,6 +66,7 @@ function stringFields(endpoint: Endpoint, world: World): [string, 'string' | 'li
 describe('a card number at every door the OpenAPI document lists', () => {
   let world: World;
   const said: string[] = [];
+  const statuses: number[] = [];
   let consoleCapture: ReturnType<typeof captureConsole>;
   beforeAll(async () => {
     world = await buildWorld();
@@ -85,6 +86,7 @@ describe('a card number at every door the OpenAPI document lists', () => {
       }
     }
     const response = await exports.default.fetch(new Request(`http://binbatch.test${path}`, init));
+    statuses.push(response.status);
     const answer = `${response.status} ${[...response.headers].map(([name, value]) => `${name}: ${value}`).join('; ')} ${await response.text()}`;
     // The documents quote the README's test cards in their examples, whatever was asked.
     if (!DOCUMENTS.has(endpoint.route)) said.push(answer);
@@ -106,6 +108,7 @@ describe('a card number at every door the OpenAPI document lists', () => {
   }, 120_000);
 
   it('as a JSON key, in each path parameter, and in the headers the service reads', async () => {
+    const before = statuses.length;
     for (const endpoint of endpoints) {
       const base = endpoint.body?.(world);
       const spelling = nextSpelling();
@@ -125,6 +128,10 @@ describe('a card number at every door the OpenAPI document lists', () => {
         'X-CSRF-Token': ascii,
       });
     }
+    // Every door answered (what it said is scanned below), and none with a server error.
+    const answered = statuses.slice(before);
+    expect(answered.length).toBeGreaterThanOrEqual(endpoints.length * 2);
+    expect(answered.filter((status) => status >= 500)).toEqual([]);
   }, 120_000);
 
   it('nothing stored, answered or logged holds any of the numbers', async () => {

@@ -21,7 +21,7 @@
 import type { Env } from '../../env';
 import { isoTimestamp } from '../../lib/time';
 import type { TransactionContext } from '../../schemas/transaction-columns';
-import { answerOf, CLAIMED_STATUS, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
+import { answerOf, CLAIMED_STATUS, type ShardFailure, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 
 const DAY_MS = 86_400_000;
@@ -123,6 +123,12 @@ function apiShard(env: Env, merchantId: string, day: string): Shard {
   return shardFor(env, { kind: 'api', merchantId, day }, `${day}T00:00:00.000Z`);
 }
 
+/** A shard's answer to a write, or its failure thrown here, in the caller (the chunk is retried, the API answers 500). */
+function written(answer: string[] | ShardFailure): string[] {
+  if (Array.isArray(answer)) return answer;
+  throw new Error(`ledger shard write failed: ${answer.failed}`);
+}
+
 function keyOf(stored: StoredTransaction): string {
   return String(stored.record.idempotency_key);
 }
@@ -213,12 +219,12 @@ export class Ledger {
     if (this.#context.source === 'batch' && batchId !== undefined) {
       const shard = this.#batchShard(batchId);
       const page = chunkPage(chunkFirstLine ?? Math.min(...claims.map((c) => c.line ?? 0)));
-      const keys = new Set(await shard.stub.claim(shard.identity, [{ page, entries: claims }], createdAt));
+      const keys = new Set(written(await shard.stub.claim(shard.identity, [{ page, entries: claims }], createdAt)));
       return new Set(claims.filter((c) => keys.has(keyOf(c))).map((c) => String(c.record.id)));
     }
     const shard = apiShard(this.#env, this.#merchantId, this.#today);
     const requests = claims.map((stored) => ({ page: String(stored.record.id), entries: [stored] }));
-    const claimed = new Set(await shard.stub.claim(shard.identity, requests, createdAt));
+    const claimed = new Set(written(await shard.stub.claim(shard.identity, requests, createdAt)));
     const neighbour = this.#neighbourDay();
     if (neighbour !== null && claimed.size > 0) {
       // A request on the other side of midnight may have claimed the same key there meanwhile.
@@ -226,7 +232,7 @@ export class Ledger {
       const cutoff = isoTimestamp(new Date(this.#now.getTime() - IDEMPOTENCY_WINDOW_MS));
       const clash = taken.filter((s) => s.record.status === CLAIMED_STATUS || String(s.record.created_at) >= cutoff).map(keyOf);
       if (clash.length > 0) {
-        await shard.stub.release(shard.identity, clash);
+        written(await shard.stub.release(shard.identity, clash));
         for (const key of clash) claimed.delete(key);
       }
     }
@@ -242,12 +248,12 @@ export class Ledger {
 
   /** Writes the answers of claims still open; answers the ids written (a claim settled elsewhere is absent). */
   async complete(records: readonly StoredTransaction[]): Promise<Set<string>> {
-    return this.#byShard(records, (shard, group) => shard.stub.complete(shard.identity, group.map(answerOf)));
+    return this.#byShard(records, async (shard, group) => written(await shard.stub.complete(shard.identity, group.map(answerOf))));
   }
 
   /** Releases open claims whose charge never reached the processor; answers the ids released. */
   async release(claims: readonly StoredTransaction[]): Promise<Set<string>> {
-    return this.#byShard(claims, (shard, group) => shard.stub.release(shard.identity, group.map(keyOf)));
+    return this.#byShard(claims, async (shard, group) => written(await shard.stub.release(shard.identity, group.map(keyOf))));
   }
 
   /** The open claims of this call's batch (a failed batch's partial download settles them). */
