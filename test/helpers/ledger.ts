@@ -156,3 +156,17 @@ export function failLedgerCallOnce(method: 'find' | 'claim' | 'complete' | 'rele
   });
   return { spy, fired: () => fired };
 }
+
+/**
+ * Every transaction of a merchant a test made today: its API day shards (today's and yesterday's)
+ * and the shards of each of its batches (listed in D1).
+ */
+export async function merchantEntries(merchantId: string): Promise<StoredTransaction[]> {
+  const { results } = await env.DB.prepare('SELECT id FROM batches WHERE merchant_id = ?1').bind(merchantId).all<{ id: string }>();
+  const names = [
+    apiShardName(merchantId, utcDay(new Date(Date.now() - 86_400_000))),
+    apiShardName(merchantId),
+    ...results.map((row) => batchShardName(merchantId, row.id)),
+  ];
+  return (await Promise.all(names.map(shardEntryList))).flat();
+}

@@ -3,18 +3,16 @@
  * max_credit_amount, set with the admin API (default 100000 minor units; 0 refuses them all). The
  * API answers 400 naming the amount; a batch row gets an error line saying why.
  */
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { admin, call, createMerchant } from '../helpers/api';
 import { csv, parseResult, QUEUE_TEST_TIMEOUT, uploadOk, waitForStatus } from '../helpers/batch';
+import { merchantEntries } from '../helpers/ledger';
 
 const credit = (amount: number) => ({ transaction_type: 'credit', amount, cc_number: '4242424242424242', cc_expiration: '12/39' });
 
+/** Credits recorded in the merchant's ledger (its API day shard and its batches' shards). */
 async function creditsStored(merchantId: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM transactions WHERE merchant_id = ?1 AND type = 'credit'")
-    .bind(merchantId)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
+  return (await merchantEntries(merchantId)).filter((stored) => stored.record.type === 'credit').length;
 }
 
 describe('unreferenced credit cap', () => {

@@ -10,6 +10,7 @@ import { uploadBatch, UPLOAD_REPEAT_WINDOW_MS } from '../../src/services/batches
 import { authenticateKey } from '../../src/services/merchants';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, csv, saleRows, QUEUE_TEST_TIMEOUT, waitForStatus } from '../helpers/batch';
+import { merchantEntries } from '../helpers/ledger';
 
 function upload(merchant: TestMerchant, text: string, { key, query = '' }: { key?: string; query?: string } = {}): Promise<Response> {
   const form = new FormData();
@@ -22,9 +23,9 @@ async function batchIds(merchant: TestMerchant): Promise<string[]> {
   return results.map((row) => row.id);
 }
 
+/** Transactions recorded for the merchant, in its batches' ledger shards (and its API day shards). */
 async function chargedRows(merchant: TestMerchant): Promise<number> {
-  const row = await env.DB.prepare('SELECT COUNT(*) AS n FROM transactions WHERE merchant_id = ?1').bind(merchant.id).first<{ n: number }>();
-  return row?.n ?? 0;
+  return (await merchantEntries(merchant.id)).length;
 }
 
 const file = csv(CARD_HEADER, saleRows(3));
