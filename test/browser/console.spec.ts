@@ -137,6 +137,34 @@ test('a 10,000-row file: the progress bar rises to its maximum, with rows per se
   expect(requests.filter((url) => !url.startsWith(`${TOKENIZER_URL}/`))).toEqual([]);
 });
 
+test('the same file again is refused next to the file field, naming the first batch; "Upload anyway" charges it again', async ({ page }) => {
+  await signIn(page);
+  // A file of its own (other tests upload the sample): its bytes are this run's.
+  const run = String(Date.now() % 100_000_000);
+  const rows = [1, 2, 3].map((i) => `"sale","${1000 + i}","4111111111111111","12/30","R${run}${i}"`);
+  const text = `"transaction_type","amount","cc_number","cc_expiration","order_id"\n${rows.join('\n')}\n`;
+  await uploadFile(page, 'repeat.csv', text);
+  await expectCompleted(page, rows.length);
+  // The batch's id, from its download link (…/batches/{id}/download).
+  const batchIdOf = async () => /bat_[0-9a-v]+/.exec((await page.locator('#summary').getByRole('link', { name: 'Download results' }).getAttribute('href')) ?? '')?.[0];
+  const first = await batchIdOf();
+  expect(first).toMatch(/^bat_/);
+
+  await uploadFile(page, 'repeat.csv', text);
+  const error = page.locator('#csv-file-error');
+  await expect(error).toContainText('was already uploaded');
+  await expect(error).toContainText(String(first));
+  const anyway = page.getByRole('button', { name: 'Upload anyway' });
+  await expect(anyway).toBeVisible();
+  await expect(anyway).toBeFocused();
+  await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-duplicate-file.png'), fullPage: true });
+
+  await anyway.click();
+  await expectCompleted(page, rows.length);
+  await expect(anyway).toBeHidden();
+  expect(await batchIdOf()).not.toBe(first);
+});
+
 test('a structurally bad file is refused with its line number, next to the file field', async ({ page }) => {
   await signIn(page);
   const bad = `${SAMPLE.split('\n').slice(0, 3).join('\n')}\n"sale","1000"\n`;

@@ -109,14 +109,17 @@ describe('a card number at every door the OpenAPI document lists', () => {
 
   it('as a JSON key, in each path parameter, and in the headers the service reads', async () => {
     const before = statuses.length;
+    let sent = 0;
     for (const endpoint of endpoints) {
       const base = endpoint.body?.(world);
       const spelling = nextSpelling();
       if (base !== undefined && typeof base === 'object' && base !== null && !(base instanceof FormData)) {
         await send(endpoint, endpoint.path(world), { ...base, [spelling]: 'x' });
+        sent++;
       }
       const [, route = ''] = endpoint.route.split(' ');
       if (route.includes(':')) {
+        sent++;
         const path = route.replace(/:[a-z_]+/gi, encodeURIComponent(nextSpelling()));
         await send(endpoint, path, base instanceof FormData ? undefined : base);
       }
@@ -127,10 +130,12 @@ describe('a card number at every door the OpenAPI document lists', () => {
         Origin: 'http://binbatch.test',
         'X-CSRF-Token': ascii,
       });
+      sent++;
     }
     // Every door answered (what it said is scanned below), and none with a server error.
     const answered = statuses.slice(before);
-    expect(answered.length).toBeGreaterThanOrEqual(endpoints.length * 2);
+    expect(answered).toHaveLength(sent);
+    expect(sent).toBeGreaterThan(endpoints.length);
     expect(answered.filter((status) => status >= 500)).toEqual([]);
   }, 120_000);
 
