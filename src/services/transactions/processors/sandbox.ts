@@ -64,7 +64,11 @@ export const AVS_TRIGGERS: ReadonlyMap<string, string> = new Map([
   ['77777', 'E'], // AVS error
 ]);
 
-/** cc_cvc -> CVV code; any other CVC matches ("M"), no CVC gives no CVV result. */
+/**
+ * cc_cvc -> CVV code; any other CVC matches ("M"), no CVC gives no CVV result. One exception,
+ * decided by the card and not the CVC: 4000000000000127 (the CVV-mismatch decline) answers "N"
+ * with or without a CVC (`sandboxDecide`).
+ */
 export const CVV_TRIGGERS: ReadonlyMap<string, string> = new Map([
   ['111', 'N'], // no match
   ['1111', 'N'],
