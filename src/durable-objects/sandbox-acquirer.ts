@@ -15,6 +15,7 @@ import {
   insertLookupCall,
   listCalls,
   type SandboxChargeEntry,
+  type SandboxFailure,
   type SandboxLedgerRow,
 } from '../storage/sandbox-calls';
 
@@ -38,7 +39,17 @@ function shifted(iso: string, ms: number): string {
 
 export class SandboxAcquirer extends DurableObject<Env> {
   /** Records a call's charges and answers each key's answer: its first one, if the key was charged already. */
-  async charge(day: string, entries: readonly SandboxChargeEntry[], claimedFrom: string, now: string): Promise<Record<string, string>> {
+  async charge(day: string, entries: readonly SandboxChargeEntry[], claimedFrom: string, now: string): Promise<{ answers: Record<string, string> } | SandboxFailure> {
+    // A charge the memory could not record is answered, not thrown: the caller throws it (the charge
+    // then counts as never received), and the object does not also report an uncaught exception.
+    try {
+      return { answers: await this.#charge(day, entries, claimedFrom, now) };
+    } catch (err) {
+      return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
+    }
+  }
+
+  async #charge(day: string, entries: readonly SandboxChargeEntry[], claimedFrom: string, now: string): Promise<Record<string, string>> {
     await this.#ensure(day);
     const sql = this.ctx.storage.sql;
     const earlier = chargedBetween(sql, new Set(entries.map((e) => e.idempotencyKey)), shifted(claimedFrom, -CHARGE_CHECK_MARGIN_MS), now);

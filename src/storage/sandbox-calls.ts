@@ -17,6 +17,11 @@ export interface SandboxChargeEntry {
   result: string;
 }
 
+/** A call the acquirer could not record (its storage failed): answered instead of a rejection. */
+export interface SandboxFailure {
+  failed: string;
+}
+
 /** One key as the sandbox saw it: its first charge, and how often it was sent and looked up. */
 export interface SandboxLedgerRow extends SandboxChargeEntry {
   chargeCalls: number;

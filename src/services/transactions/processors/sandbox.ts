@@ -190,7 +190,8 @@ export class SandboxProcessor implements PaymentProcessor {
         [...groupByDay(items, (item) => item.claimedAt)].map(async ([day, group]) => {
           const claimedFrom = group.map((item) => item.claimedAt).sort()[0] ?? now;
           const stored = await acquirer(day).charge(day, group.map((item) => item.entry), claimedFrom, now);
-          for (const [key, result] of Object.entries(stored)) answers.set(key, result);
+          if ('failed' in stored) throw new Error(`the sandbox acquirer did not record the charges: ${stored.failed}`);
+          for (const [key, result] of Object.entries(stored.answers)) answers.set(key, result);
         }),
       );
       return items.map(({ entry }) => {
