@@ -197,7 +197,7 @@ export class LedgerShard extends DurableObject<Env> {
       if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
       const state = readStates(sql, shard.merchantId, [request.transactionId]).get(request.transactionId);
       const now = state ? { ...state, stored: currentOf(state, request.expiredBefore) } : current;
-      if (!now || !now.original || now.stored.record.status === 'processing') return { outcome: 'not_found' } satisfies OperationBegin;
+      if (!now || now.stored.record.status === 'processing') return { outcome: 'not_found' } satisfies OperationBegin;
       const pending = operationsOf(sql, request.transactionId).find((op) => op.answer === null);
       if (pending) {
         return pending.createdAt < request.staleBefore
