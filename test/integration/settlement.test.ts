@@ -2,7 +2,8 @@
  * Authorization expiry and settlement on an injected clock: a merchant's day ends at its cutoff and
  * what it captured before then settles into one batch per processor and day, once; the index of
  * shards holding unsettled money; POST /admin/merchants/{id}/settle; the settlement batch API and
- * its search filters; the settlement.completed webhook event; batch file rows settling too.
+ * its search filters; the settlement.completed webhook event; batch file rows settling too; an
+ * operation left claimed by a crashed attempt.
  */
 import { env } from 'cloudflare:workers';
 import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
@@ -11,7 +12,11 @@ import type { Caller } from '../../src/env';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, uploadOk, waitForStatus } from '../helpers/batch';
 import { createEndpoint, receiver, signatureVerifies } from '../helpers/webhooks';
-import { getTransaction, processTransactions } from '../../src/services/transactions/engine';
+import { getTransaction, locateTransaction, processTransactions } from '../../src/services/transactions/engine';
+import { sha256Hex } from '../../src/lib/crypto';
+import { processorAccounts } from '../../src/services/transactions/claims';
+import { merchantProcessors } from '../../src/services/transactions/processors/registry';
+import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
 import { runOperation } from '../../src/services/transactions/operations';
 import { settlementObject } from '../../src/services/settlement/index-registry';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
@@ -259,5 +264,58 @@ describe('settlement.completed webhook', () => {
     expect(event.data).toMatchObject({ id: settled[0]?.id, num_transactions: 1, amount_captured: 4200 });
     expect(await signatureVerifies(delivery?.headers.get('Binbatch-Signature') ?? null, delivery?.body ?? '', endpoint.secret)).toBe(true);
     expect(unwanted.received).toHaveLength(0);
+  });
+});
+
+describe('an operation left claimed by a crashed attempt', () => {
+  const at = (time: string) => () => new Date(`2027-04-01T${time}.000Z`);
+
+  /** Claims a capture the way an attempt does, then "crashes" (never asks the processor, or asks it and never records the answer). */
+  async function claimCapture(merchant: TestMerchant, id: string, key: string) {
+    const located = await locateTransaction(env, merchant.id, id, at('11:00:00')());
+    if (!located.ok) throw new Error('not found');
+    const begun = await located.shard.stub.beginOperation(located.shard.identity, {
+      transactionId: id,
+      query: located.query,
+      kind: 'capture',
+      key: `${id}:capture:${key}`,
+      requestHash: await sha256Hex(JSON.stringify({ amount: null })),
+      amount: null,
+      now: '2027-04-01T11:00:00.000Z',
+      expiredBefore: '2027-03-25T11:00:00.000Z',
+      staleBefore: '2027-04-01T10:59:00.000Z',
+    });
+    expect(begun).toMatchObject({ outcome: 'claimed' });
+  }
+
+  const capture = (merchant: TestMerchant, id: string, key: string, time: string) =>
+    runOperation(env, callerOf(merchant), { transactionId: id, kind: 'capture', amount: null, idempotencyKey: key, ipAddress: null }, at(time));
+
+  async function calls(merchant: TestMerchant, id: string) {
+    const acquirer = env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(defaultSandboxProcessorId(merchant.id), '2027-04-01'));
+    return (await acquirer.list()).filter((row) => row.idempotencyKey.startsWith(id)).map((row) => ({ type: row.type, chargeCalls: row.chargeCalls }));
+  }
+
+  it('is in progress for 60 s (409); then, never received by the processor, it is released and captured once', async () => {
+    const shop = await createMerchant({ name: 'Abandoned Shop' });
+    const auth = await transactionAt(shop, '2027-04-01T10:00:00.000Z', 'authorize');
+    await claimCapture(shop, String(auth.id), 'k1');
+    expect(await capture(shop, String(auth.id), 'k1', '11:00:30')).toMatchObject({ ok: false, reason: 'in_progress' });
+    expect(await capture(shop, String(auth.id), 'other', '11:00:30')).toMatchObject({ ok: false, reason: 'in_progress' });
+    expect(await capture(shop, String(auth.id), 'k1', '11:01:01')).toMatchObject({ ok: true, status: 200, record: { status: 'pending_settlement' } });
+    expect(await calls(shop, String(auth.id))).toEqual([{ type: 'capture', chargeCalls: 1 }]);
+  });
+
+  it('done by the processor, it is completed from the processor\'s answer: no second call', async () => {
+    const shop = await createMerchant({ name: 'Abandoned Done Shop' });
+    const auth = await transactionAt(shop, '2027-04-01T10:00:00.000Z', 'authorize');
+    await claimCapture(shop, String(auth.id), 'k2');
+    const processors = await merchantProcessors(env.DB, shop.id, at('11:00:00'));
+    const sandbox = processorAccounts(env, processors, at('11:00:00'))(defaultSandboxProcessorId(shop.id));
+    await sandbox?.capture({ amount: 1000, transactionId: String(auth.id), paymentType: 'card', idempotencyKey: `${String(auth.id)}:capture:k2`, claimedAt: '2027-04-01T11:00:00.000Z' });
+    expect(await capture(shop, String(auth.id), 'k2', '11:01:01')).toMatchObject({ ok: true, status: 200, record: { status: 'pending_settlement', amount_captured: 1000 } });
+    expect(await calls(shop, String(auth.id))).toEqual([{ type: 'capture', chargeCalls: 1 }]);
+    // The key now answers its first answer.
+    expect(await capture(shop, String(auth.id), 'k2', '11:02:00')).toMatchObject({ ok: true, replayed: true });
   });
 });
