@@ -93,6 +93,18 @@ describe('settlement at the cutoff (injected clock)', () => {
     expect(found.batches).toMatchObject([{ num_transactions: 2, amount_captured: 1500 }]);
     // The index is empty again: no shard of this merchant holds unsettled money.
     expect(await settlementObject(env, shop.id).indexedShards()).toEqual([]);
+
+    // The 20th's shard gets money again (an authorization of the 20th captured after the cutoff):
+    // a run before the next cutoff asks it again, and the 20th's batch stays as it was.
+    const lateAuth = await transactionAt(shop, '2027-03-20T13:00:00.000Z', 'authorize', 400);
+    await runDue(shop, '2027-03-21T00:30:00.000Z');
+    await runOperation(env, callerOf(shop), { transactionId: String(lateAuth.id), kind: 'capture', amount: null, idempotencyKey: 'cap-late', ipAddress: null }, () => new Date('2027-03-21T01:00:00.000Z'));
+    expect(await settlementObject(env, shop.id).indexedShards()).toHaveLength(1);
+    expect((await runDue(shop, '2027-03-21T02:00:00.000Z')).batches).toEqual([]);
+    const same = await settlementObject(env, shop.id).search({ batchDateFrom: null, batchDateTo: null, settlementBatchId: batchId, limit: 10, offset: 0 });
+    expect(same.batches).toMatchObject([{ num_transactions: 2, amount_captured: 1500 }]);
+    const next = await runDue(shop, '2027-03-22T00:00:00.000Z');
+    expect(next.batches).toMatchObject([{ batch_date: '2027-03-21', num_transactions: 1, amount_captured: 400 }]);
   });
 
   it('a cutoff of 17:00 (admin settlement_cutoff): 16:59 settles that day, 17:01 the next', async () => {
