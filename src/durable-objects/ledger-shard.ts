@@ -120,13 +120,12 @@ export class LedgerShard extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(Date.parse(meta.hashesClearAt ?? meta.archiveAt));
   }
 
-  #upgraded = false;
-
-  /** A shard made by an older version gets the tables it lacks before anything reads them. */
+  /**
+   * A shard made by an older version gets the tables it lacks before anything reads them (checked on
+   * every call: two one-row reads, and no state in memory that could disagree with SQLite).
+   */
   #upgrade(): void {
-    if (this.#upgraded) return;
     upgradeShardTables(this.ctx.storage.sql);
-    this.#upgraded = true;
   }
 
   /**
@@ -307,9 +306,9 @@ export class LedgerShard extends DurableObject<Env> {
       this.#upgrade();
       const sql = this.ctx.storage.sql;
       if (!readMeta(sql)) return { entries: [], holdsUnsettled: false };
-      const rows = unsettledPageRows(sql, request.before);
-      await Promise.all(rows.map((row) => decodePage(row))); // nothing to keep: the write below re-reads nothing
+      // A page row is settled whole (its records are read when answered, below); no await before the write.
       this.ctx.storage.transactionSync(() => {
+        const rows = unsettledPageRows(sql, request.before);
         for (const row of rows) markPageSettled(sql, row, request.batchDate, request.settledAt);
         for (const state of unsettledStates(sql, shard.merchantId, request.before)) {
           writeState(

@@ -229,8 +229,15 @@ export function hasTables(sql: SqlStorage): boolean {
 
 /** Creates the tables, or upgrades them to LEDGER_SCHEMA_VERSION (the steps not applied yet). */
 export function createShardTables(sql: SqlStorage): void {
-  const version = hasTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
-  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  for (const step of MIGRATIONS.slice(tablesVersion(sql))) sql.exec(step);
+}
+
+/** The version the tables are at: the meta row's, or, tables made before any meta row, the last step they show. */
+function tablesVersion(sql: SqlStorage): number {
+  if (!hasTables(sql)) return 0;
+  const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
+  if (recorded !== undefined) return recorded;
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'states'").toArray().length > 0 ? 2 : 1;
 }
 
 /** Creates or upgrades the tables and writes the shard's meta row; answers the meta in force. */
@@ -429,13 +436,12 @@ export type { PackedRecord };
 
 /** The schema version a shard's tables are at (0: none yet). */
 export function schemaVersion(sql: SqlStorage): number {
-  if (!hasTables(sql)) return 0;
-  return sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0;
+  return tablesVersion(sql);
 }
 
 /** Applies the steps a shard made by an older version lacks (its meta row keeps its identity). */
 export function upgradeShardTables(sql: SqlStorage): void {
-  if (!hasTables(sql) || schemaVersion(sql) >= LEDGER_SCHEMA_VERSION) return;
+  if (!hasTables(sql) || tablesVersion(sql) >= LEDGER_SCHEMA_VERSION) return;
   createShardTables(sql);
   sql.exec('UPDATE meta SET schema_version = ?', LEDGER_SCHEMA_VERSION);
 }

@@ -3,6 +3,8 @@
  * they allow, their amounts, their Idempotency-Key, one operation at a time per transaction.
  */
 import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { apiShardName } from '../helpers/ledger';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { utcDay } from '../../src/services/transactions/ledger';
@@ -259,5 +261,24 @@ describe('who may act on a transaction', () => {
     expect((await operate('txn_a20261125aaaaaaaaaaaaaaaaaaaa', 'capture')).status).toBe(404);
     const auth = await create(AUTHORIZE);
     expect((await operate(String(auth.id), 'capture', undefined, { key: shop.publicKey })).status).toBe(401);
+  });
+});
+
+describe('a shard written by the version before the lifecycle', () => {
+  it('gets the lifecycle tables on its next call; its authorization is captured', async () => {
+    const auth = await create(AUTHORIZE);
+    const stub = env.LEDGER_SHARD.getByName(apiShardName(shop.id));
+    // Back to schema version 1 (no states, operations, page settlement columns).
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      sql.exec('DROP TABLE states; DROP TABLE operations; DROP INDEX pages_unsettled');
+      for (const column of ['at', 'unsettled', 'settled_on', 'settled_at']) sql.exec(`ALTER TABLE pages DROP COLUMN ${column}`);
+      sql.exec('UPDATE meta SET schema_version = 1');
+    });
+    const response = await operate(String(auth.id), 'capture', { amount: 100 });
+    expect(response.status).toBe(200);
+    expect((await response.json<Envelope<TxRecord>>()).data).toMatchObject({ status: 'pending_settlement', amount_captured: 100 });
+    const version = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').one().v);
+    expect(version).toBe(2);
   });
 });

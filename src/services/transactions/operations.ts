@@ -175,8 +175,9 @@ class OperationCall {
       result,
       now: isoTimestamp(this.clock()),
       expiredBefore: this.expiredBefore,
-      idempotencyKey: this.clientKey,
-      ipAddress: this.ipAddress,
+      // An abandoned operation settled here may be another request's: its own key, no address.
+      idempotencyKey: op.key.slice(`${op.transactionId}:${op.kind}:`.length),
+      ipAddress: op.key === `${op.transactionId}:${op.kind}:${this.clientKey}` ? this.ipAddress : null,
     });
     if ('failed' in done) throw new Error(`ledger shard write failed: ${done.failed}`);
     return done.answer;
