@@ -59,6 +59,8 @@ import {
   unsettledPageRows,
   unsettledStates,
   upgradeShardTables,
+  readIndexing,
+  writeIndexing,
   writeState,
   type OperationBegin,
   type OperationCompletion,
@@ -70,6 +72,7 @@ import {
 } from '../storage/ledger-shard';
 import type { TransactionRecord } from '../schemas/transaction-columns';
 import { applyOperation, checkOperation, presentRecord, settle } from '../services/transactions/lifecycle-rules';
+import { settlementObjectName } from '../services/settlement/index-registry';
 
 interface OpenClaim {
   claimId: number;
@@ -156,6 +159,23 @@ export class LedgerShard extends DurableObject<Env> {
     const answer = [...found.values()].filter((stored) => !states.has(String(stored.record.id)));
     for (const state of states.values()) answer.push(currentOf(state, query.current.expiredBefore));
     return answer;
+  }
+
+  /**
+   * Makes sure the merchant's settlement index lists this shard before money awaiting settlement is
+   * written here: one call to the settlement object per stretch of such money (the first write after
+   * the shard was last emptied by a settlement run), not one per write.
+   */
+  async #indexed(shard: ShardIdentity, now: string): Promise<void> {
+    const sql = this.ctx.storage.sql;
+    const before = readIndexing(sql);
+    if (before.indexed) return;
+    const generation = before.generation + 1;
+    const settlement = this.env.MERCHANT_SETTLEMENT.getByName(settlementObjectName(shard.merchantId));
+    await settlement.register(shard.merchantId, shard, generation, now);
+    // Another call may have registered meanwhile: keep the later generation.
+    const after = readIndexing(sql);
+    writeIndexing(sql, true, Math.max(after.generation, generation));
   }
 
   /** The current record of one transaction (its state row, or its page's record as settled or expired). */
@@ -246,6 +266,12 @@ export class LedgerShard extends DurableObject<Env> {
         ipAddress: completion.ipAddress,
       });
       const approved = completion.result.response === 'approved';
+      if (approved && claimed.kind !== 'void') {
+        await this.#indexed(shard, completion.now);
+        // Registering awaited: another call may have answered this operation meanwhile.
+        const answeredMeanwhile = findOperation(sql, completion.key);
+        if (answeredMeanwhile?.answer != null) return { answer: answeredMeanwhile.answer };
+      }
       const answer = JSON.stringify(
         claimed.kind === 'refund' || approved
           ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
@@ -305,7 +331,7 @@ export class LedgerShard extends DurableObject<Env> {
     return answerOrFailure(async () => {
       this.#upgrade();
       const sql = this.ctx.storage.sql;
-      if (!readMeta(sql)) return { entries: [], holdsUnsettled: false };
+      if (!readMeta(sql)) return { entries: [], holdsUnsettled: false, generation: 0 };
       // A page row is settled whole (its records are read when answered, below); no await before the write.
       this.ctx.storage.transactionSync(() => {
         const rows = unsettledPageRows(sql, request.before);
@@ -336,7 +362,16 @@ export class LedgerShard extends DurableObject<Env> {
           entries.push(entryOf(state.stored.record));
         }
       }
-      return { entries, holdsUnsettled: holdsUnsettled(sql) };
+      // Nothing left to settle: the shard counts itself out of the index (as of its generation) in
+      // the same step, so money written later registers again under a newer generation.
+      let holds = true;
+      let generation = 0;
+      this.ctx.storage.transactionSync(() => {
+        holds = holdsUnsettled(sql);
+        generation = readIndexing(sql).generation;
+        if (!holds) writeIndexing(sql, false, generation);
+      });
+      return { entries, holdsUnsettled: holds, generation };
     });
   }
 
@@ -389,6 +424,11 @@ export class LedgerShard extends DurableObject<Env> {
   async #complete(shard: ShardIdentity, answers: readonly ClaimAnswer[]): Promise<string[]> {
     // Once the shard has dropped its hashes, a late record keeps none either.
     const keepHashes = readMeta(this.ctx.storage.sql)?.hashesClearAt != null;
+    if (answers.some(({ answer }) => answer.status === 'pending_settlement')) {
+      // The claims' time is the engine's clock (tests inject theirs): the alarm is armed from it.
+      const claimedAt = answers.map(({ key }) => this.#claims?.get(key)?.stored.record.created_at).find((at) => typeof at === 'string');
+      await this.#indexed(shard, typeof claimedAt === 'string' ? claimedAt : new Date().toISOString());
+    }
     for (;;) {
       // Each answer completes its claim's own record (the call carries only the answer's columns).
       const claims = this.#open(shard.merchantId);

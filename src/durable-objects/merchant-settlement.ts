@@ -14,7 +14,7 @@ import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
 import type { SettledEntry, ShardIdentity } from '../storage/ledger-shard';
 import {
-  addShards,
+  addShard,
   batchEntries,
   deleteBatchesBefore,
   initialiseSettlement,
@@ -52,10 +52,10 @@ export class MerchantSettlement extends DurableObject<Env> {
     return readSettlementMeta(this.ctx.storage.sql)?.cutoff ?? DEFAULT_CUTOFF;
   }
 
-  /** Adds shards to the index (before money is written there) and arms the cutoff's alarm. */
-  async register(merchantId: string, shards: readonly ShardIdentity[], now: string): Promise<true> {
+  /** Indexes a shard (before money awaiting settlement is written there) and arms the cutoff's alarm. */
+  async register(merchantId: string, shard: ShardIdentity, generation: number, now: string): Promise<true> {
     this.#ensure(merchantId);
-    addShards(this.ctx.storage.sql, shards, now);
+    addShard(this.ctx.storage.sql, shard, generation, now);
     const next = lastCutoff(new Date(now), this.#cutoff()).getTime() + DAY_MS;
     const alarm = await this.ctx.storage.getAlarm();
     if (alarm === null || alarm > next) await this.ctx.storage.setAlarm(next);
@@ -97,7 +97,7 @@ export class MerchantSettlement extends DurableObject<Env> {
           const id = settlementBatchId(processorId, batchDate);
           if (replaceEntries(sql, { id, batchDate, processorId }, shard.name, entries, now)) touched.add(id);
         }
-        if (!answer.holdsUnsettled) removeShard(sql, shard.name);
+        if (!answer.holdsUnsettled) removeShard(sql, shard.name, answer.generation);
       });
     }
     return { batches: readBatches(sql, [...touched]), failed };

@@ -173,6 +173,10 @@ const MIGRATIONS: readonly string[] = [
      answer TEXT
    ) WITHOUT ROWID;
    CREATE INDEX IF NOT EXISTS operations_transaction ON operations(transaction_id);`,
+  // 3. Whether the shard is in its merchant's settlement index (it registers once per stretch of
+  // money awaiting settlement, not per write), and the generation of that registration.
+  `ALTER TABLE meta ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE meta ADD COLUMN index_generation INTEGER NOT NULL DEFAULT 0;`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -237,6 +241,8 @@ function tablesVersion(sql: SqlStorage): number {
   if (!hasTables(sql)) return 0;
   const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
   if (recorded !== undefined) return recorded;
+  const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
+  if (columns.includes('indexed')) return 3;
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'states'").toArray().length > 0 ? 2 : 1;
 }
 
@@ -666,5 +672,17 @@ export interface SettledEntry {
 export interface SettleAnswer {
   /** Every transaction of the shard settled on `batchDate`, by this run or an earlier one. */
   entries: SettledEntry[];
+  /** False: nothing awaits settlement, and the shard counts itself out of the index as of `generation`. */
   holdsUnsettled: boolean;
+  generation: number;
+}
+
+/** Whether the shard is in its merchant's settlement index, and its registration's generation. */
+export function readIndexing(sql: SqlStorage): { indexed: boolean; generation: number } {
+  const row = sql.exec<{ indexed: number; index_generation: number }>('SELECT indexed, index_generation FROM meta').toArray()[0];
+  return { indexed: row?.indexed === 1, generation: row?.index_generation ?? 0 };
+}
+
+export function writeIndexing(sql: SqlStorage, indexed: boolean, generation: number): void {
+  sql.exec('UPDATE meta SET indexed = ?, index_generation = ?', indexed ? 1 : 0, generation);
 }

@@ -24,6 +24,7 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE IF NOT EXISTS shards (
      name TEXT PRIMARY KEY,
      identity TEXT NOT NULL,
+     generation INTEGER NOT NULL,
      registered_at TEXT NOT NULL
    ) WITHOUT ROWID;
    CREATE TABLE IF NOT EXISTS batches (
@@ -79,12 +80,20 @@ export function writeCutoff(sql: SqlStorage, cutoff: string): void {
   sql.exec('UPDATE meta SET cutoff = ?', cutoff);
 }
 
-export function addShards(sql: SqlStorage, shards: readonly ShardIdentity[], at: string): number {
-  let added = 0;
-  for (const shard of shards) {
-    added += sql.exec('INSERT OR IGNORE INTO shards (name, identity, registered_at) VALUES (?, ?, ?)', shard.name, JSON.stringify(shard), at).rowsWritten;
-  }
-  return added;
+/**
+ * Indexes a shard under the shard's registration generation (a shard registers once per stretch of
+ * unsettled money, not per write: durable-objects/ledger-shard.ts). A later generation replaces an
+ * earlier one, so a removal meant for the earlier one (`removeShard`) leaves it alone.
+ */
+export function addShard(sql: SqlStorage, shard: ShardIdentity, generation: number, at: string): void {
+  sql.exec(
+    `INSERT INTO shards (name, identity, generation, registered_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (name) DO UPDATE SET generation = MAX(generation, excluded.generation), registered_at = excluded.registered_at`,
+    shard.name,
+    JSON.stringify(shard),
+    generation,
+    at,
+  );
 }
 
 export function listShards(sql: SqlStorage): ShardIdentity[] {
@@ -92,8 +101,9 @@ export function listShards(sql: SqlStorage): ShardIdentity[] {
   return sql.exec<{ identity: string }>('SELECT identity FROM shards ORDER BY name').toArray().map((row) => JSON.parse(row.identity) as ShardIdentity);
 }
 
-export function removeShard(sql: SqlStorage, name: string): void {
-  sql.exec('DELETE FROM shards WHERE name = ?', name);
+/** Removes a shard from the index, unless it registered again since (a later generation). */
+export function removeShard(sql: SqlStorage, name: string, generation: number): void {
+  sql.exec('DELETE FROM shards WHERE name = ? AND generation <= ?', name, generation);
 }
 
 /** A settlement batch as the API answers it (FluidPay's fields). */

@@ -5,6 +5,8 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { apiShardName } from '../helpers/ledger';
+import { LEDGER_SCHEMA_VERSION } from '../../src/storage/ledger-shard';
+import { settlementObject } from '../../src/services/settlement/index-registry';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { utcDay } from '../../src/services/transactions/ledger';
@@ -273,12 +275,15 @@ describe('a shard written by the version before the lifecycle', () => {
       const sql = state.storage.sql;
       sql.exec('DROP TABLE states; DROP TABLE operations; DROP INDEX pages_unsettled');
       for (const column of ['at', 'unsettled', 'settled_on', 'settled_at']) sql.exec(`ALTER TABLE pages DROP COLUMN ${column}`);
+      for (const column of ['indexed', 'index_generation']) sql.exec(`ALTER TABLE meta DROP COLUMN ${column}`);
       sql.exec('UPDATE meta SET schema_version = 1');
     });
     const response = await operate(String(auth.id), 'capture', { amount: 100 });
     expect(response.status).toBe(200);
     expect((await response.json<Envelope<TxRecord>>()).data).toMatchObject({ status: 'pending_settlement', amount_captured: 100 });
     const version = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').one().v);
-    expect(version).toBe(2);
+    expect(version).toBe(LEDGER_SCHEMA_VERSION);
+    // The capture registered the shard in the merchant's settlement index.
+    expect(await settlementObject(env, shop.id).indexedShards()).toContain(apiShardName(shop.id));
   });
 });

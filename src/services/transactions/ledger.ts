@@ -23,7 +23,6 @@ import { isoTimestamp } from '../../lib/time';
 import type { TransactionContext } from '../../schemas/transaction-columns';
 import { answerOf, CLAIMED_STATUS, type ShardFailure, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
-import { registerUnsettled } from '../settlement/index-registry';
 
 const DAY_MS = 86_400_000;
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
@@ -263,15 +262,6 @@ export class Ledger {
 
   /** Writes the answers of claims still open; answers the ids written (a claim settled elsewhere is absent). */
   async complete(records: readonly StoredTransaction[]): Promise<Set<string>> {
-    // Money awaiting settlement (an approved sale or credit): the merchant's settlement index learns
-    // of its shard before the shard records it, so no settlement run misses it.
-    const unsettled = new Map<string, ShardIdentity>();
-    for (const stored of records) {
-      if (stored.record.status !== 'pending_settlement') continue;
-      const shard = this.#shardOf(stored);
-      unsettled.set(shard.identity.name, shard.identity);
-    }
-    await registerUnsettled(this.#env, this.#merchantId, [...unsettled.values()], this.#now);
     return this.#byShard(records, async (shard, group) => written(await shard.stub.complete(shard.identity, group.map(answerOf))));
   }
 

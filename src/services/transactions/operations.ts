@@ -19,7 +19,6 @@ import type { Shard } from './ledger';
 import { merchantProcessors } from './processors/registry';
 import type { ChargeResult, PaymentProcessor } from './processors/processor';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
-import { registerUnsettled } from '../settlement/index-registry';
 
 export interface OperationInput {
   transactionId: string;
@@ -166,9 +165,6 @@ class OperationCall {
   }
 
   async #complete(op: OperationRow, result: OperationResult): Promise<string> {
-    // Money that will wait for settlement: the merchant's settlement index learns of the shard
-    // before the shard records it, so no settlement run can miss it (a spare entry costs nothing).
-    if (result.response === 'approved' && op.kind !== 'void') await registerUnsettled(this.env, this.caller.merchantId, [this.shard.identity]);
     const done = await this.shard.stub.completeOperation(this.shard.identity, {
       key: op.key,
       query: this.query,
