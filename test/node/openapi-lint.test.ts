@@ -171,7 +171,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('has security schemes a tool can tell apart, and no anonymous alternative', () => {
-    const schemes = (openApiDocument().components?.securitySchemes ?? {}) as Record<string, Json>;
+    const schemes = (openApiDocument().components?.securitySchemes ?? {}) as unknown as Record<string, Json>;
     const shapes = Object.values(schemes).map((s) => JSON.stringify([s.type, s.scheme, s.bearerFormat, s.in, s.name]));
     expect(new Set(shapes).size).toBe(shapes.length);
     expect(schemes.secretKey).toMatchObject({ type: 'http', scheme: 'bearer' });
