@@ -2,7 +2,8 @@
  * A real third-party client (issue 24): types generated from the live document by openapi-typescript,
  * a program written with openapi-fetch (test/node/third-party-client/program.ts) compiled with
  * TypeScript strict, then run against `npm run dev` on free ports: lookup, vault customer,
- * multipart upload, status, CSV download as text, and an error read through `msg` and `data`.
+ * multipart upload (and the raw text/csv one), status, CSV download as text, and an error read
+ * through `msg` and `data`.
  *
  * The generator's one option is its documented mapping of `format: binary` to `Blob` (and of a
  * multipart body to the FormData openapi-fetch sends as it is); nothing in the program is cast or
@@ -30,6 +31,7 @@ interface ProgramOutcome {
   surchargeable: boolean | undefined;
   customerId: string;
   batchId: string;
+  rawUpload: { fileName: string; numLines: number };
   status: string;
   resultsCsv: string;
   requestId: string | null;
@@ -143,6 +145,7 @@ describe('a third-party client (openapi-typescript + openapi-fetch) against npm 
     expect(typeof outcome.surchargeable).toBe('boolean');
     expect(outcome.customerId).toMatch(/^[A-Za-z0-9]+$/);
     expect(outcome.status).toBe('completed');
+    expect(outcome.rawUpload).toEqual({ fileName: 'third-party-raw.csv', numLines: csv.trim().split('\n').length - 1 });
     const lines = outcome.resultsCsv.trim().split('\n');
     expect(lines).toHaveLength(csv.trim().split('\n').length);
     expect(lines[0]).toMatch(/^"id","user_name",/);

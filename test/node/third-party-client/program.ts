@@ -15,6 +15,7 @@ export interface Outcome {
   surchargeable: boolean | undefined;
   customerId: string;
   batchId: string;
+  rawUpload: { fileName: string; numLines: number };
   status: string;
   resultsCsv: string;
   requestId: string | null;
@@ -42,6 +43,16 @@ export async function run(baseUrl: string, secretKey: string, csv: string): Prom
   const upload = await api.POST('/api/filebatch', { params: { query: { allow_duplicate: 'true' } }, body: form });
   if (upload.error) throw new Error(`upload refused: ${upload.error.msg}`);
   const batchId = upload.data.data.id;
+
+  // 3b. The same file as a raw text/csv body: openapi-fetch JSON-encodes any body but FormData,
+  //     so the Blob is passed through as it is (docs/api-decisions.md).
+  const raw = await api.POST('/api/filebatch', {
+    params: { query: { file_name: 'third-party-raw.csv', allow_duplicate: 'true' } },
+    body: new Blob([csv], { type: 'text/csv' }),
+    bodySerializer: (body) => body,
+    headers: { 'Content-Type': 'text/csv' },
+  });
+  if (raw.error) throw new Error(`raw upload refused: ${raw.error.msg}`);
 
   // 4. Its status, until it has ended (the test's timeout bounds the wait).
   let status: string = upload.data.data.status;
@@ -74,6 +85,7 @@ export async function run(baseUrl: string, secretKey: string, csv: string): Prom
     surchargeable: lookup.data.is_surchargeable,
     customerId: customer.data.data.id,
     batchId,
+    rawUpload: { fileName: raw.data.data.file_name, numLines: raw.data.data.num_lines },
     status,
     resultsCsv,
     requestId: refused.response.headers.get('X-Request-Id'),
