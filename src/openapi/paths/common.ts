@@ -33,7 +33,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   409: 'Conflict with the state of the resource.',
   410: 'Expired.',
   413: 'The request body is too large.',
-  415: 'The body is not `application/json` (or `+json`): this operation takes JSON only (docs/api-decisions.md).',
+  415: 'The body is of a media type this operation does not take (a JSON operation takes `application/json` or `+json` only); docs/api-decisions.md.',
   429: 'Rate limited: retry after `Retry-After` seconds.',
   500: 'Unexpected error: a generic message and the `request_id`; nothing from the request is echoed.',
 };
@@ -66,12 +66,12 @@ export const REQUEST_ID_HEADER = {
 /**
  * What holds for every operation, added where it is registered (document.ts registers through
  * this), so a new route gets it without saying so: each answer documents `X-Request-Id`, and an
- * operation with a JSON body documents the 415 a body of another type gets.
+ * operation with a body documents the 415 a body of a media type it does not take gets.
  */
 export function withHouseRules(route: RouteConfig): RouteConfig {
   const responses = { ...route.responses };
   const body = route.request?.body;
-  if (body && 'application/json' in body.content && !responses[415]) {
+  if (body && !responses[415]) {
     responses[415] = { description: ERROR_MEANINGS[415] ?? 'Unsupported Media Type.', content: json(failedEnvelopeSchema) };
   }
   for (const [status, response] of Object.entries(responses)) {

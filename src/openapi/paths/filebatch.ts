@@ -56,7 +56,7 @@ export function registerFilebatch(registry: Registry): void {
         headers: { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } } },
       },
       ...errors([400, 401, 409, 413, 429], {
-        400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a wrong Content-Type.',
+        400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a text/csv body without `?file_name=`.',
         409: 'The same file was uploaded in the last 24 hours (`msg` names its batch; `?allow_duplicate=true` uploads it anyway), or the Idempotency-Key was used for another file.',
         413: 'Over BATCH_MAX_BYTES or BATCH_MAX_ROWS; nothing is kept.',
       }),
