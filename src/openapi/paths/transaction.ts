@@ -52,7 +52,7 @@ export function registerTransaction(registry: Registry): void {
         'with no second processor call; another body is a 409. Operations on one transaction run one at a time. ' +
         'Sandbox: an amount of 303 (for a void, the transaction\'s amount) is declined (402).',
       security: SECRET_KEY,
-      request: { params: transactionIdParamSchema, headers: idempotencyHeaderSchema, body: { required: false, content: json(op.body) } },
+      request: { params: transactionIdParamSchema, headers: idempotencyHeaderSchema.pick({ 'idempotency-key': true }), body: { required: false, content: json(op.body) } },
       responses: {
         [op.status]: { description: op.answer, headers: replayHeaders, content: json(record) },
         ...errors([400, 401, 402, 404, 409, 410, 413], {
