@@ -62,14 +62,15 @@ export const transaction = new Hono<AppEnv>()
   if (found.reason === 'archived') throw new AppError('gone', `transaction archived: ${found.archive}`);
   throw new AppError('not_found', 'transaction not found');
   })
-  // Capture, void and refund (docs/transactions.md, "Lifecycle"): each body is optional.
-  .post('/:id/capture', validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), optionalJson(captureBodySchema), async (c) =>
+  // Capture, void and refund (docs/transactions.md, "Lifecycle"): each body is optional, and checked
+  // first (as every JSON body: its media type and fields before the resource its path names).
+  .post('/:id/capture', optionalJson(captureBodySchema), validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), async (c) =>
     answerOperation(c, await operate(c, 'capture', c.req.valid('json').amount ?? null)),
   )
-  .post('/:id/void', validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), optionalJson(voidBodySchema), async (c) =>
+  .post('/:id/void', optionalJson(voidBodySchema), validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), async (c) =>
     answerOperation(c, await operate(c, 'void', null)),
   )
-  .post('/:id/refund', validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), optionalJson(refundBodySchema), async (c) =>
+  .post('/:id/refund', optionalJson(refundBodySchema), validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), async (c) =>
     answerOperation(c, await operate(c, 'refund', c.req.valid('json').amount ?? null)),
   );
 
