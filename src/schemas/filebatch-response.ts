@@ -19,7 +19,13 @@ export const batchRecordSchema = z
     processed_lines: z.int().min(0),
     created_at: timestampSchema,
     updated_at: timestampSchema,
-    failure_reason: z.string().optional().meta({ description: 'Only on a `failed` batch: why.' }),
+    paused: z.boolean().meta({
+      description:
+        'Paused by the merchant (POST /api/filebatch/{id}/pause): no new chunk starts until it is resumed; `status` stays as it was. Always false once the batch has ended.',
+    }),
+    failure_reason: z.string().optional().meta({
+      description: 'Only on a `failed` batch: why (`cancelled by the merchant` after POST /api/filebatch/{id}/cancel).',
+    }),
   })
   .meta({
     id: 'BatchRecord',
@@ -32,6 +38,7 @@ export const batchRecordSchema = z
       processed_lines: 5,
       created_at: '2026-11-21T05:30:00.000Z',
       updated_at: '2026-11-21T05:30:01.250Z',
+      paused: false,
     },
   });
 
@@ -63,6 +70,26 @@ export const uploadResponseSchema = successEnvelopeSchema(uploadedBatchSchema).m
       num_lines: 5,
       created_at: '2026-11-21T05:30:00.000Z',
       updated_at: '2026-11-21T05:30:00.000Z',
+    },
+  },
+});
+
+/** What pause, resume and cancel answer: the envelope with the batch record after the action. */
+export const batchControlResponseSchema = successEnvelopeSchema(batchRecordSchema).meta({
+  id: 'BatchControlResponse',
+  example: {
+    status: 'success',
+    msg: 'success',
+    data: {
+      id: 'bat_5y2kq7c3x0m4n8p1r6t9',
+      user_id: 'demo0000000000000000',
+      file_name: 'batch-sample.csv',
+      status: 'processing',
+      num_lines: 20000,
+      processed_lines: 4500,
+      created_at: '2026-11-21T05:30:00.000Z',
+      updated_at: '2026-11-21T05:30:02.125Z',
+      paused: true,
     },
   },
 });
