@@ -75,24 +75,7 @@ export const uploadResponseSchema = successEnvelopeSchema(uploadedBatchSchema).m
 });
 
 /** What pause, resume and cancel answer: the envelope with the batch record after the action. */
-export const batchControlResponseSchema = successEnvelopeSchema(batchRecordSchema).meta({
-  id: 'BatchControlResponse',
-  example: {
-    status: 'success',
-    msg: 'success',
-    data: {
-      id: 'bat_5y2kq7c3x0m4n8p1r6t9',
-      user_id: 'demo0000000000000000',
-      file_name: 'batch-sample.csv',
-      status: 'processing',
-      num_lines: 20000,
-      processed_lines: 4500,
-      created_at: '2026-11-21T05:30:00.000Z',
-      updated_at: '2026-11-21T05:30:02.125Z',
-      paused: true,
-    },
-  },
-});
+export const batchControlResponseSchema = successEnvelopeSchema(batchRecordSchema).meta({ id: 'BatchControlResponse' });
 
 /** The merchant's batches, newest first: the envelope plus the page it is. */
 export const batchListResponseSchema = z
