@@ -13,7 +13,7 @@ export const batchRecordSchema = z
     user_id: z.string().meta({ description: 'The owning merchant.' }),
     file_name: z.string(),
     status: z.enum(BATCH_STATUSES).meta({
-      description: '`pending` (accepted) → `queued` (every chunk sent) → `processing` → `completed` or `failed`. `unknown` is never stored.',
+      description: '`pending` (accepted) → `queued` (its first chunks sent) → `processing` → `completed` or `failed`. `unknown` is never stored. Pausing does not change it (see `paused`).',
     }),
     num_lines: z.int().min(0).meta({ description: 'Data rows in the file (header excluded).' }),
     processed_lines: z.int().min(0),

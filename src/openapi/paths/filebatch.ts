@@ -111,6 +111,7 @@ export function registerFilebatch(registry: Registry): void {
     description:
       'With `partial=true` a failed batch streams one line per data row in file order: the rows that ran with their results, ' +
       'every other row as `response` `error` with "not processed: the batch failed before this row ran; nothing was charged" ' +
+      '(for a cancelled batch: "not processed: the batch was cancelled; nothing was charged") ' +
       '(file name `…-partial-results.csv`). Rows are always recorded before they are charged, so nothing charged is left out.',
     security: SECRET_KEY,
     request: { params: batchIdParamSchema, query: downloadQuerySchema },
