@@ -2,11 +2,13 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
+import { EXAMPLE_PAGES } from './scripts/readme-curls.mjs';
 
 // The one D1 schema, handed to the workerd side so test/setup.ts can apply it in every test file.
 const schema = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
-// The README, for the test that keeps the OpenAPI document's copy of its curl examples fresh.
-const readme = readFileSync(new URL('./README.md', import.meta.url), 'utf8');
+// The README and the docs pages with examples (JSON: [{ page, markdown }]), for the test that keeps
+// the OpenAPI document's copy of their curl examples fresh.
+const examplePages = JSON.stringify(EXAMPLE_PAGES.map((page) => ({ page, markdown: readFileSync(new URL(`./${page}`, import.meta.url), 'utf8') })));
 
 /**
  * The pool runs wrangler.toml without its [assets] section (the docs page's Swagger UI files): the
@@ -36,7 +38,7 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 TEST_SCHEMA: schema,
-                TEST_README: readme,
+                TEST_EXAMPLE_PAGES: examplePages,
                 ADMIN_TOKEN: 'test-admin-token',
                 // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.
                 CARD_DATA_KEY: 'dGVzdC1vbmx5LWNhcmQtZGF0YS1rZXktMzItYnl0ZXM=',

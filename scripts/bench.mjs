@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // `npm run bench`: starts the Worker on a fresh local state (as `npm run dev` does), prepares data,
-// runs every scenario of README.md (Performance) with fixed connections and duration (warm-up excluded),
+// runs every scenario of docs/performance.md with fixed connections and duration (warm-up excluded),
 // stops the server, prints one table and writes bench/results.json.
 //
-//   npm run bench                          the full run (figures shown in README.md, Performance; the
+//   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files (no 500,000-row file), for development
@@ -257,7 +257,7 @@ printTable(results);
 if (cost) printCost(cost.rows, cost.targets);
 printCpu(results, { detail: settings.profile });
 const written = writeResults(root, results, settings.full);
-if (settings.full && updatePerformanceDoc(root, results)) written.push('README.md');
+if (settings.full && updatePerformanceDoc(root, results)) written.push('docs/performance.md');
 if (settings.full && cost && updateCostDoc(root, results)) written.push('docs/cost.md');
 log(`results written to ${written.join(', ')}`);
 // Exit explicitly: an inspector socket or keep-alive connection must not hold the process open.

@@ -18,7 +18,7 @@ export const localEnv = {
   WRANGLER_SEND_METRICS: 'false',
 };
 
-/** The demo merchant that `npm run dev` seeds; the README's curl examples use these keys. */
+/** The demo merchant that `npm run dev` seeds; the curl examples of the README and docs pages use these keys. */
 export const DEMO = {
   merchantId: 'demo0000000000000000',
   name: 'Demo Merchant',

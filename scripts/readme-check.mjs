@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 /**
- * `npm run readme:check [-- --port 8787 --inspector-port 9229]`: follows the README's examples in
- * order, as a new user would, against the service started the way `npm run dev` starts it, but on
+ * `npm run readme:check [-- --port 8787 --inspector-port 9229]`: follows the examples of the README
+ * and the docs pages (EXAMPLE_PAGES in readme-curls.mjs) in order, as a new user would, against the service started the way `npm run dev` starts it, but on
  * a fresh local state of its own (a temporary persist directory: the developer's .wrangler/state is
  * never touched). Every command must succeed and every `# → answer` written under a command must
  * match what it printed (`…` stands for any text; a leading status code is informative). At the
- * end it loads the OpenBIIN dataset when ../shared/data/bins/openbiin exists, as the README's last
+ * end it loads the OpenBIIN dataset when ../shared/data/bins/openbiin exists, as docs/deploy.md's last
  * step says. Exits 1 on the first difference, printing the command, the expected and the actual.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { localEnv, runWrangler, seedLocalState } from './local-state.mjs';
-import { shellCommands } from './readme-curls.mjs';
+import { EXAMPLE_PAGES, shellCommands } from './readme-curls.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -29,17 +29,6 @@ const port = Number(option('--port', '8787'));
 const inspectorPort = Number(option('--inspector-port', '9229'));
 const base = `http://localhost:${port}`;
 
-/** The README sections a local user runs, in order (Run it, Deploy and Performance are not local examples). */
-const SECTIONS = [
-  'Demo credentials (local only)',
-  'Admin API (operators)',
-  'BIN lookup',
-  'BIN data and surcharge rules (operators)',
-  'Temp tokens and the customer vault',
-  'Transactions',
-  'Batch files',
-  'Real BIN data',
-];
 const OPENBIIN = join(root, '..', 'shared', 'data', 'bins', 'openbiin');
 
 // 1. What `npm run dev` does, on a fresh state.
@@ -72,8 +61,13 @@ process.on('SIGINT', () => {
 let failures = 0;
 try {
   await waitForServer();
-  // 2. The README's commands, in order, in one shell (variables carry over from one to the next).
-  const commands = shellCommands(readFileSync('README.md', 'utf8')).filter((command) => SECTIONS.includes(command.section));
+  // 2. The ```sh commands of the README and the docs pages (EXAMPLE_PAGES), in order, in one shell
+  // (variables carry over from one to the next); ```sh no-check and ```console blocks are not run.
+  const commands = EXAMPLE_PAGES.flatMap((page) =>
+    shellCommands(readFileSync(page, 'utf8'))
+      .filter((command) => command.check)
+      .map((command) => ({ ...command, page })),
+  );
   const steps = [];
   for (const command of commands) {
     let text = command.text.replaceAll('http://localhost:8787', base);
@@ -88,13 +82,13 @@ try {
   const outputs = parseSteps(run.stdout);
   for (const [i, step] of steps.entries()) {
     const result = outputs.get(i);
-    const shown = step.command.text.split('\n')[0];
+    const shown = `${step.command.page}: ${step.command.text.split('\n')[0]}`;
     const problem = result === undefined ? 'did not run' : check(step.command, result);
     if (problem) {
       failures++;
       console.log(`✗ ${shown}\n  ${problem}`);
     } else {
-      console.log(`✓ ${shown}${step.command.expected.length > 0 ? '   (answer as the README shows)' : ''}`);
+      console.log(`✓ ${shown}${step.command.expected.length > 0 ? '   (answer as the page shows)' : ''}`);
     }
   }
   if (run.stderr.trim()) console.log(`\nstderr of the commands:\n${run.stderr.trim().slice(0, 4000)}`);

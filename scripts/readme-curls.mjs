@@ -1,12 +1,33 @@
 /**
- * Reads the README's shell examples: every ```sh block, split into commands (a command goes on
- * while a line ends in `\` or a quote is open), each with the `# →` answer lines written under it.
- * Used by scripts/readme-check.mjs (which runs them), scripts/readme-examples.mjs (which copies the
- * curl examples into the OpenAPI document) and the test that keeps that copy in step.
+ * Reads the shell examples of the README and the docs pages: every ```sh block, split into commands
+ * (a command goes on while a line ends in `\` or a quote is open), each with the `# →` answer lines
+ * written under it. Used by scripts/readme-check.mjs (which runs them), scripts/readme-examples.mjs
+ * (which copies the curl examples into the OpenAPI document) and the test that keeps that copy in step.
  * Pure functions: no Node API, so the workerd tests can import it too.
+ *
+ * Fences: ```sh blocks are run by `npm run readme:check` and copied into the OpenAPI document;
+ * ```sh no-check blocks are copied but not run (they need what the check does not start: a webhook
+ * receiver, a deployed Worker); ```console blocks are illustrations, neither run nor copied.
  */
 
-/** Every command of every ```sh block, in order: { text, expected: string[], section }. */
+/**
+ * The pages whose examples run, in this order, in one shell (variables carry over from one page to
+ * the next): the README's tour first, then each area's reference. A page added here is checked by
+ * `npm run readme:check` and feeds the OpenAPI document's code samples.
+ */
+export const EXAMPLE_PAGES = [
+  'README.md',
+  'docs/api.md',
+  'docs/bin-lookup.md',
+  'docs/vault.md',
+  'docs/tokenizer.md',
+  'docs/transactions.md',
+  'docs/batch.md',
+  'docs/webhooks.md',
+  'docs/deploy.md',
+];
+
+/** Every command of every ```sh block, in order: { text, expected: string[], section, check }. */
 export function shellCommands(markdown) {
   const commands = [];
   let section = '';
@@ -14,12 +35,15 @@ export function shellCommands(markdown) {
   let pending = null;
   let lastCommand = null;
   let inAnswer = false;
+  let check = true;
   for (const line of markdown.split('\n')) {
     if (!inBlock) {
       const heading = /^#{1,6}\s+(.*)$/.exec(line);
       if (heading) section = heading[1].trim();
-      if (/^```(sh|bash|shell)\s*$/.test(line)) {
+      const fence = /^```(sh|bash|shell)(\s+no-check)?\s*$/.exec(line);
+      if (fence) {
         inBlock = true;
+        check = fence[2] === undefined;
         lastCommand = null;
         inAnswer = false;
       }
@@ -59,7 +83,7 @@ export function shellCommands(markdown) {
       continue;
     }
     inAnswer = false;
-    pending = { text: line, expected: [], section };
+    pending = { text: line, expected: [], section, check };
     if (!continues(pending.text)) {
       commands.push(finish(pending));
       lastCommand = commands[commands.length - 1];
@@ -70,7 +94,7 @@ export function shellCommands(markdown) {
 }
 
 function finish(command) {
-  return { text: stripComment(command.text).replace(/\s+$/, ''), expected: command.expected, section: command.section };
+  return { text: stripComment(command.text).replace(/\s+$/, ''), expected: command.expected, section: command.section, check: command.check };
 }
 
 /** True while the command is unfinished: a trailing backslash, an open quote or an open `$(`. */
@@ -181,12 +205,14 @@ function curlPart(text) {
 }
 
 /**
- * The README's curl examples against the API: method, path (as written, `$ID` and all), query,
- * body (the text after -d / --data-binary, or `@file`), whether it is a form upload, and the text.
+ * The curl examples against the API of every page ({ page, markdown }, in EXAMPLE_PAGES order):
+ * method, path (as written, `$ID` and all), query, body (the text after -d / --data-binary, or
+ * `@file`), content type, the text, and the page and section it is in.
  */
-export function curlExamples(markdown) {
+export function curlExamples(pages) {
   const examples = [];
-  for (const command of shellCommands(markdown)) {
+  const commands = pages.flatMap(({ page, markdown }) => shellCommands(markdown).map((command) => ({ page, command })));
+  for (const { page, command } of commands) {
     const part = curlPart(command.text);
     if (part === null) continue;
     const args = words(part);
@@ -219,18 +245,19 @@ export function curlExamples(markdown) {
       contentType: headers['content-type'] ?? (form ? 'multipart/form-data' : null),
       body,
       source: [command.text, ...command.expected.map((line) => `# → ${line}`)].join('\n'),
+      page: page.replace(/\.md$/, ''),
       section: command.section,
     });
   }
   return examples;
 }
 
-/** The text of src/openapi/readme-examples.ts for this README. */
-export function readmeExamplesModule(markdown) {
+/** The text of src/openapi/readme-examples.ts for these pages ({ page, markdown }). */
+export function readmeExamplesModule(pages) {
   return (
-    '// Generated by `npm run readme:examples` from README.md: do not edit by hand.\n' +
+    '// Generated by `npm run readme:examples` from README.md and the docs pages: do not edit by hand.\n' +
     '\n' +
-    '/** One curl example of the README: its request, its source text, and the README section it is in. */\n' +
+    '/** One curl example of the README or a docs page: its request, its source text, its page and section. */\n' +
     'export interface ReadmeExample {\n' +
     '  method: string;\n' +
     '  path: string;\n' +
@@ -238,8 +265,9 @@ export function readmeExamplesModule(markdown) {
     '  contentType: string | null;\n' +
     '  body: string | null;\n' +
     '  source: string;\n' +
+    '  page: string;\n' +
     '  section: string;\n' +
     '}\n\n' +
-    `export const README_EXAMPLES: ReadmeExample[] = ${JSON.stringify(curlExamples(markdown), null, 2)};\n`
+    `export const README_EXAMPLES: ReadmeExample[] = ${JSON.stringify(curlExamples(pages), null, 2)};\n`
   );
 }

@@ -4,7 +4,7 @@
  * adds only what that file cannot know: who the caller is, and Hono's context variables.
  */
 
-/** Every binding, var and secret of the Worker (see wrangler.toml and README "Configuration"). */
+/** Every binding, var and secret of the Worker (see wrangler.toml and docs/configuration.md). */
 export type Env = Cloudflare.Env;
 
 export type KeyType = 'secret' | 'public';

@@ -2,6 +2,7 @@
 declare namespace Cloudflare {
   interface Env {
     TEST_SCHEMA?: string;
-    TEST_README?: string;
+    /** JSON of [{ page, markdown }]: the README and the docs pages with examples (scripts/readme-curls.mjs). */
+    TEST_EXAMPLE_PAGES?: string;
   }
 }

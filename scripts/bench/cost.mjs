@@ -40,7 +40,7 @@ export function quantitiesPerUnit(run) {
   const r2ByteSeconds = (bytes.results ?? 0) * run.retentionDays * DAY_S + (bytes.uploads ?? 0) * (run.heldSeconds?.uploads ?? 0);
   const d1Growth = io.d1?.sizeLast != null && io.d1?.sizeFirst != null ? Math.max(0, io.d1.sizeLast - io.d1.sizeFirst) : 0;
   // The ledger: the shard's bytes held for TRANSACTION_RETENTION_DAYS, then its gzip archive in R2
-  // for ARCHIVE_DAYS (README, "What is stored where").
+  // for ARCHIVE_DAYS (docs/security.md, "What is stored where").
   const ledgerByteSeconds = (io.durableObjects?.ledgerBytesHeld ?? 0) * (run.ledgerRetentionDays ?? 0) * DAY_S;
   const archiveByteSeconds = (bytes['ledger-archive'] ?? 0) * (run.archiveDays ?? 0) * DAY_S;
   const memoryGb = PRICES.units['do.duration'].memoryGb;
@@ -143,7 +143,7 @@ const plural = (unit, n) => (n === 1 || /(ms|GB-s)$/.test(unit) ? unit : `${unit
 const money = (usd) => `$${usd < 0.1 ? usd : usd.toFixed(2)}`;
 const qty = (n) => (n === 0 ? '0' : n >= 100 ? Math.round(n).toLocaleString('en-US') : n >= 1 ? n.toFixed(2) : n.toPrecision(3));
 
-/** The summary table (README): one line per row of work. */
+/** The summary table (docs/performance.md): one line per row of work. */
 export function costMarkdown(rows) {
   const head = '| Per million | $ all in | Floor | × floor | Dominant unit | Rows written / unit (D1 + Durable Objects) | + D1 storage per month kept |';
   const lines = rows.map((r) => {

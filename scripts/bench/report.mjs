@@ -94,7 +94,7 @@ export function printTable(results) {
   console.log(`${m.cores} cores (${m.cpu}), ${m.memoryGb} GB, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}, ${m.loadGenerator}, commit ${m.commit}`);
 }
 
-/** The same table as Markdown (README.md, Performance). */
+/** The same table as Markdown (docs/performance.md, Latest figures). */
 export function markdownTable(results) {
   const lines = tableLines(results);
   return [
@@ -105,7 +105,7 @@ export function markdownTable(results) {
 }
 
 /**
- * A full run writes bench/results.json (committed: the README shows it); every run also
+ * A full run writes bench/results.json (committed: docs/performance.md shows it); every run also
  * leaves a timestamped copy in bench/results/ (git-ignored).
  */
 export function writeResults(root, results, full) {
@@ -126,9 +126,9 @@ export function writeResults(root, results, full) {
 const START = '<!-- bench:results:start (written by npm run bench; do not edit by hand) -->';
 const END = '<!-- bench:results:end -->';
 
-/** A full run rewrites the figures block of README.md's Performance section (between its markers), if present. */
+/** A full run rewrites the figures block of docs/performance.md (between its markers), if present. */
 export function updatePerformanceDoc(root, results) {
-  const path = join(root, 'README.md');
+  const path = join(root, 'docs', 'performance.md');
   let text;
   try {
     text = readFileSync(path, 'utf8');
@@ -153,7 +153,7 @@ export function updatePerformanceDoc(root, results) {
     ...(results.cost
       ? [
           '',
-          `**What Cloudflare would bill** (Workers Paid list prices beyond the monthly allowances, read ${PRICES_READ(results)}; every unit counted by the I/O probe during this run; the calculation of each row is in [docs/cost.md](docs/cost.md)):`,
+          `**What Cloudflare would bill** (Workers Paid list prices beyond the monthly allowances, read ${PRICES_READ(results)}; every unit counted by the I/O probe during this run; the calculation of each row is in [docs/cost.md](cost.md)):`,
           '',
           costMarkdown(results.cost.rows),
         ]
@@ -253,7 +253,7 @@ export function printCpu(results, { detail = false } = {}) {
   }
 }
 
-/** CPU per unit of work as Markdown (README). */
+/** CPU per unit of work as Markdown (docs/performance.md). */
 export function cpuMarkdown(results) {
   const lines = (results.cpu ?? []).map((c) => {
     const top = c.top.map((t) => `${shortStage(t.category)} ${fixed(t.msPerUnit, 3)} ms (${Math.round(t.share * 100)}%)`).join('; ');

@@ -1,5 +1,5 @@
 /**
- * The webhook signature (README "Webhooks"), as Stripe's: HMAC-SHA256 keyed with the endpoint's
+ * The webhook signature (docs/webhooks.md), as Stripe's: HMAC-SHA256 keyed with the endpoint's
  * whole `whsec_…` secret over "<unix seconds>.<raw body>", hex, one `v1=` per active secret:
  *
  *   Binbatch-Signature: t=1767225600,v1=5f1c…,v1=a9e0…

@@ -38,6 +38,6 @@ admin.post('/merchants/:id/keys', validate('param', idParamSchema), validate('js
 admin.delete('/keys/:id', validate('param', idParamSchema), async (c) => {
   const { id } = c.req.valid('param');
   if (!(await revokeKey(c.env, id, systemClock))) throw new AppError('not_found', 'key not found');
-  // Every DELETE answers 200 with { id, deleted: true } in the envelope (README "Conventions").
+  // Every DELETE answers 200 with { id, deleted: true } in the envelope (docs/api.md, "Conventions of the API").
   return c.json(success({ id, deleted: true }));
 });

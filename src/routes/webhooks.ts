@@ -1,4 +1,4 @@
-/** Webhook endpoints and their deliveries (README "Webhooks"). Secret key only; a merchant sees only its own. */
+/** Webhook endpoints and their deliveries (docs/webhooks.md). Secret key only; a merchant sees only its own. */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';

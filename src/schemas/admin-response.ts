@@ -11,7 +11,7 @@ export const merchantSchema = z
     surcharge_rate_bps: z.int().min(0).max(10_000).meta({ description: '300 = 3.00%' }),
     max_credit_amount: z.int().min(0).meta({ description: 'The largest unreferenced credit, in minor units; 0 refuses them. Default 100000.' }),
     tokenizer_origins: z.array(z.string()).meta({
-      description: 'Origins whose pages may frame the hosted tokenizer (README, "Tokenizer"); none by default.',
+      description: 'Origins whose pages may frame the hosted tokenizer (docs/tokenizer.md); none by default.',
       example: ['https://shop.example'],
     }),
     created_at: timestampSchema,

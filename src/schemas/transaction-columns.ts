@@ -1,6 +1,6 @@
 /**
  * The transaction contract shared by POST /api/transaction, the batch CSV and the result CSV.
- * Column lists follow the API contract, in its order (README, "Batch files").
+ * Column lists follow the API contract, in its order (docs/batch.md).
  */
 
 import type { FieldError } from '../lib/field-errors';

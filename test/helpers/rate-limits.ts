@@ -1,5 +1,5 @@
 /**
- * The per-key rate limits the README's Limits table promises: which route counts against which
+ * The per-key rate limits docs/limits.md promises: which route counts against which
  * wrangler.toml binding, with which key. test/node/rate-limit-config.test.ts holds wrangler.toml
  * to these numbers; test/security/limits.test.ts holds the routes to them.
  */

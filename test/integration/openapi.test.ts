@@ -1,15 +1,15 @@
 /**
  * The OpenAPI document against the app: every route the app serves is documented (and nothing
- * else is), the README's curl examples are in it, and it and its docs page need no key.
+ * else is), the curl examples of the README and the docs pages are in it, and it and its docs page need no key.
  *
  * A new route passes the route walk once src/openapi/paths/<resource>.ts registers it (method
  * and path as Hono lists them, `:id` written `{id}`), with every status it can answer: the contract
  * check in test/helpers/contract.ts then holds each of its answers in every test to that entry.
- * A new curl example in the README needs `npm run readme:examples` (the freshness test says so).
+ * A new curl example in the README or a docs page needs `npm run readme:examples` (the freshness test says so).
  */
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { curlExamples, readmeExamplesModule } from '../../scripts/readme-curls.mjs';
+import { curlExamples, readmeExamplesModule, type ExamplePage } from '../../scripts/readme-curls.mjs';
 import { app } from '../../src/app';
 import { isPagePath, pages } from '../../src/routes/pages';
 import { findOperation, openApiDocument } from '../../src/openapi/document';
@@ -73,18 +73,18 @@ describe('GET /openapi.json', () => {
   });
 });
 
-describe("the README's curl examples", () => {
-  const readme = env.TEST_README ?? '';
+describe('the curl examples of the README and the docs pages', () => {
+  const pages = JSON.parse(env.TEST_EXAMPLE_PAGES ?? '[]') as ExamplePage[];
 
-  it('are copied into the document as they are in the README (npm run readme:examples)', async () => {
+  it('are copied into the document as they are in the pages (npm run readme:examples)', async () => {
     const { README_EXAMPLES } = await import('../../src/openapi/readme-examples');
-    const expected = readmeExamplesModule(readme);
+    const expected = readmeExamplesModule(pages);
     // Compare the data, not the file's formatting.
     expect(README_EXAMPLES).toEqual(JSON.parse(expected.slice(expected.indexOf('= [') + 2, expected.lastIndexOf(';'))));
   });
 
   it('each appears in the x-codeSamples of the operation it calls, literal JSON bodies as request examples', () => {
-    const examples = curlExamples(readme);
+    const examples = curlExamples(pages);
     expect(examples.length).toBeGreaterThan(25);
     for (const example of examples) {
       const found = findOperation(openApiDocument(), example.method, example.path);

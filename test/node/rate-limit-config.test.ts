@@ -1,5 +1,5 @@
 /**
- * wrangler.toml declares the rate limits the README promises. Read with wrangler's own config
+ * wrangler.toml declares the rate limits docs/limits.md promises. Read with wrangler's own config
  * reader, so the test sees the bindings exactly as `wrangler dev` and `wrangler deploy` do.
  */
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,7 @@ interface RateLimitBinding {
 }
 
 describe('wrangler.toml rate limits', () => {
-  it('declare each per-key limit and window the README states, and no other', () => {
+  it('declare each per-key limit and window docs/limits.md states, and no other', () => {
     const config = unstable_readConfig({ config: fileURLToPath(new URL('../../wrangler.toml', import.meta.url)) });
     const declared = config.ratelimits.map(({ name, simple }: RateLimitBinding) => ({ binding: name, limit: simple.limit, period: simple.period }));
     expect(declared).toEqual(RATE_LIMITS.map(({ binding, limit, period }) => ({ binding, limit, period })));

@@ -88,7 +88,7 @@ describe('a card number at every door the OpenAPI document lists', () => {
     const response = await exports.default.fetch(new Request(`http://binbatch.test${path}`, init));
     statuses.push(response.status);
     const answer = `${response.status} ${[...response.headers].map(([name, value]) => `${name}: ${value}`).join('; ')} ${await response.text()}`;
-    // The documents quote the README's test cards in their examples, whatever was asked.
+    // The documents quote the examples' test cards in their examples, whatever was asked.
     if (!DOCUMENTS.has(endpoint.route)) said.push(answer);
   }
 

@@ -1,5 +1,5 @@
 /**
- * Every limit of the README's Limits table, at its edge: the largest accepted value
+ * Every limit of docs/limits.md, at its edge: the largest accepted value
  * passes, one more is refused with the documented status and a msg naming the field.
  */
 import { env } from 'cloudflare:workers';

@@ -23,7 +23,7 @@ export function ok(description: string, schema: z.ZodType, example?: unknown): R
   return { description, content: json(schema, example) };
 }
 
-/** What each error status means in this API (README "Conventions of the API"). */
+/** What each error status means in this API (docs/api.md, "Conventions of the API"). */
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'Invalid input: the `msg` names the field (or the CSV line) and the problem; validation errors list every field in `errors`.',
   401: 'Missing, unknown, revoked or wrong-type key (or admin token).',

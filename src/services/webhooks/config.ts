@@ -1,4 +1,4 @@
-/** Webhook settings from the Worker's vars (README "Configuration"), read once per call site. */
+/** Webhook settings from the Worker's vars (docs/configuration.md), read once per call site. */
 import type { Env } from '../../env';
 
 export interface WebhookConfig {
