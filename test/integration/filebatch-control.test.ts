@@ -7,12 +7,14 @@
 import { env } from 'cloudflare:workers';
 import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ChunkMessage } from '../../src/schemas/queue';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import {
   CARD_HEADER,
   QUEUE_TEST_TIMEOUT,
   createUnqueuedBatch,
   csv,
+  deliver,
   parseResult,
   recordedTransactions,
   saleRows,
@@ -59,6 +61,18 @@ async function chunkStates(id: string): Promise<{ chunk: number; sent: boolean; 
       .toArray()
       .map((row) => ({ chunk: row.chunk, sent: row.sent_at !== null, done: row.done_at !== null })),
   );
+}
+
+/** The chunk messages of these chunks, as the object sends them (from its chunk map). */
+async function chunkMessagesOf(id: string, chunks: number[]): Promise<ChunkMessage[]> {
+  const all = await runInDurableObject(env.BATCH_PROGRESS.getByName(id), (_instance, state) =>
+    state.storage.sql
+      .exec<{ chunk: number; byte_offset: number; byte_length: number; first_line: number }>('SELECT chunk, byte_offset, byte_length, first_line FROM chunks')
+      .toArray(),
+  );
+  return all
+    .filter((row) => chunks.includes(row.chunk))
+    .map((row) => ({ batchId: id, chunk: row.chunk, offset: row.byte_offset, length: row.byte_length, firstLine: row.first_line }));
 }
 
 const inFlight = <T extends { sent: boolean; done: boolean }>(chunks: T[]): T[] => chunks.filter((c) => c.sent && !c.done);
@@ -252,6 +266,12 @@ describe('cancel', () => {
     expect(ran.length).toBeGreaterThanOrEqual(cancelled.processed_lines);
     expect(ran.length).toBeLessThanOrEqual(cancelled.processed_lines + WINDOW * ROWS_PER_CHUNK);
     expect(await recordedTransactions(id)).toEqual({ count: ran.length, keys: ran.length });
+    // The chunks that were in flight delivered again (delivery is at least once), now, to the
+    // consumer itself: nothing new is charged, and the object sends no chunk after its answer.
+    const charged = await recordedTransactions(id);
+    await deliver('binbatch-chunks', await chunkMessagesOf(id, inFlight(atCancel).map((c) => c.chunk)));
+    expect(await recordedTransactions(id)).toEqual(charged);
+    expect((await chunkStates(id)).filter((c) => c.sent).map((c) => c.chunk)).toEqual(atCancel.filter((c) => c.sent).map((c) => c.chunk));
     // processed_lines stopped at the answer's value, and the chunks that finished later changed nothing.
     expect(await status(shop.secretKey, id)).toMatchObject({ status: 'failed', processed_lines: cancelled.processed_lines, paused: false });
 
