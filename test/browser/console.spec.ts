@@ -227,13 +227,13 @@ test('pause a running batch (the bar reads Paused), resume it to the end; pause 
   await signIn(page);
   // Bytes of its own (the 10,000-row test uploads the generator's file as it is).
   await uploadFile(page, 'pause-me.csv', file.replace('"ord1"', '"pause1"'));
-  const pause = page.getByRole('button', { name: 'Pause' });
+  const pause = page.getByRole('button', { name: 'Pause', exact: true });
   await pause.click();
   const bar = page.getByRole('progressbar', { name: 'Paused' });
   await expect(bar).toBeVisible();
-  await expect(page.getByRole('button', { name: 'Resume' })).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Resume', exact: true })).toBeVisible();
   await expect(page.locator('#batch-status')).toHaveText(/\(paused\)$/);
-  // With 20 chunks and a window of 10, a batch paused this early cannot reach its end.
+  // With 20 chunks and a window of 5 (BATCH_CHUNKS_IN_FLIGHT), a batch paused this early cannot reach its end.
   const held = Number(await bar.getAttribute('aria-valuenow'));
   expect(held).toBeLessThan(10_000);
   for (const width of [1440, 375]) {
@@ -241,14 +241,14 @@ test('pause a running batch (the bar reads Paused), resume it to the end; pause 
     await page.screenshot({ path: join(SCREENSHOTS_DIR, `console-paused-${width}.png`), fullPage: true });
   }
 
-  await page.getByRole('button', { name: 'Resume' }).click();
+  await page.getByRole('button', { name: 'Resume', exact: true }).click();
   await expect(page.getByRole('progressbar', { name: 'Lines processed' })).toBeVisible();
   await expectCompleted(page, 10_000);
-  await expect(page.getByRole('button', { name: 'Pause' })).toBeHidden();
+  await expect(page.getByRole('button', { name: 'Pause', exact: true })).toBeHidden();
 
   // A second file: paused, then cancelled; the confirmation says how many rows will not run.
   await uploadFile(page, 'wrong-file.csv', file.replace('"ord1"', '"cancel1"'));
-  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByRole('button', { name: 'Pause', exact: true }).click();
   await expect(page.getByRole('progressbar', { name: 'Paused' })).toBeVisible();
   await page.getByRole('button', { name: 'Cancel batch' }).click();
   const dialog = page.getByRole('alertdialog', { name: 'Cancel this batch?' });

@@ -353,7 +353,7 @@ async function loadHistory() {
     const tr = document.createElement('tr');
     const cells = [
       [batch.file_name, 'file'],
-      [batch.status, ''],
+      [batch.paused ? `${batch.status} (paused)` : batch.status, ''],
       [`${(batch.processed_lines ?? 0).toLocaleString('en-US')} / ${batch.num_lines.toLocaleString('en-US')}`, 'num'],
       [new Date(batch.created_at).toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' }), 'num'],
     ];
