@@ -259,7 +259,7 @@ test('pause a running batch (the bar reads Paused), resume it to the end; pause 
   await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-cancel-confirm-375.png'), fullPage: true });
   await page.getByRole('button', { name: 'Yes, cancel the batch' }).click();
   await expect(page.locator('#batch-status')).toHaveText('failed');
-  await expect(page.locator('#batch-error')).toContainText('The batch was cancelled (cancelled by the merchant)');
+  await expect(page.locator('#batch-error')).toContainText('The batch was cancelled by you');
   await expect(page.getByRole('button', { name: 'Cancel batch' })).toBeHidden();
   await expect(dialog).toBeHidden();
   const history = page.getByRole('table', { name: 'History' });

@@ -233,7 +233,7 @@ function showFailure(record) {
   const reason = record.failure_reason || 'unknown reason';
   $('batch-eta').textContent = '—';
   $('batch-error').textContent = reason.startsWith('cancelled')
-    ? `The batch was cancelled (${reason}): ${(record.num_lines - record.processed_lines).toLocaleString('en-US')} rows did not run. Rows that ran stay charged; the API's partial download lists every row.`
+    ? `${reason === 'cancelled by the merchant' ? 'The batch was cancelled by you' : `The batch was ${reason}`}: ${(record.num_lines - record.processed_lines).toLocaleString('en-US')} rows did not run. Rows that ran stay charged; the API's partial download lists every row.`
     : `The batch failed (${reason}): no results can be downloaded. Upload the file again.`;
 }
 
@@ -242,6 +242,7 @@ function render(record) {
   const running = record.status !== 'completed' && record.status !== 'failed';
   $('batch-controls').hidden = !running;
   if (!running) $('cancel-confirm').hidden = true;
+  else if (!$('cancel-confirm').hidden) $('cancel-confirm-text').textContent = cancelText(record);
   $('pause-button').textContent = record.paused ? 'Resume' : 'Pause';
   $('progress-label').textContent = record.paused ? 'Paused' : 'Lines processed';
   $('progress').dataset.paused = record.paused ? 'true' : 'false';
@@ -310,13 +311,19 @@ async function control(action) {
 
 $('pause-button').addEventListener('click', () => control(watched && watched.paused ? 'resume' : 'pause'));
 
-// Cancel asks first, saying how many rows will not run (chunks already running still finish).
+// Cancel asks first, saying how many rows will not run (chunks already running still finish); the
+// count follows the progress stream while the question is open.
+function cancelText(record) {
+  const left = record.num_lines - record.processed_lines;
+  return (
+    `${record.file_name}: ${left.toLocaleString('en-US')} of ${record.num_lines.toLocaleString('en-US')} rows have not run yet and will not run ` +
+    `(rows already being processed finish and are charged). Rows that ran stay charged. This cannot be undone.`
+  );
+}
+
 $('cancel-button').addEventListener('click', () => {
   if (!watched) return;
-  const left = watched.num_lines - watched.processed_lines;
-  $('cancel-confirm-text').textContent =
-    `${watched.file_name}: ${left.toLocaleString('en-US')} of ${watched.num_lines.toLocaleString('en-US')} rows have not run yet and will not run ` +
-    `(rows already being processed finish and are charged). Rows that ran stay charged. This cannot be undone.`;
+  $('cancel-confirm-text').textContent = cancelText(watched);
   $('cancel-confirm').hidden = false;
   $('cancel-no').focus();
 });
