@@ -211,10 +211,13 @@ export class BatchProgress extends DurableObject<Env> {
     // The state change comes before any await: another chunk's call may run at an await and
     // complete the batch, and a status read before it must not be written back after it.
     if (updated.status === 'processing') this.#feed.publish(toSnapshot(updated));
-    const batch = updated.status !== 'processing' ? this.#transition('processing', null) : Promise.resolve(toSnapshot(updated));
-    await this.#dispatch();
+    // The next chunks go out beside the transition (a failure of either is the call's failure).
+    const [batch] = await Promise.all([
+      updated.status !== 'processing' ? this.#transition('processing', null) : toSnapshot(updated),
+      this.#dispatch(),
+    ]);
     if (this.#requireState().paused === 0) await this.#armWatchdog();
-    return { counted: true, batch: await batch };
+    return { counted: true, batch };
   }
 
   /** Ends the batch as failed with a reason (the first reason wins). No effect once ended; null if never initialised. */
