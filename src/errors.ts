@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'conflict'
   | 'gone'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'rate_limited'
   | 'internal';
 
@@ -50,6 +51,8 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
       return 410;
     case 'payload_too_large':
       return 413;
+    case 'unsupported_media_type':
+      return 415;
     case 'rate_limited':
       return 429;
     case 'internal':
@@ -75,6 +78,7 @@ const HTTP_CODES: Partial<Record<number, ErrorCode>> = {
   409: 'conflict',
   410: 'gone',
   413: 'payload_too_large',
+  415: 'unsupported_media_type',
   429: 'rate_limited',
 };
 

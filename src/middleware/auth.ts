@@ -5,11 +5,22 @@ import { AppError } from '../errors';
 import { secretsEqual } from '../lib/crypto';
 import { authenticateKey } from '../services/merchants';
 
-/** The key sent on its own in Authorization; an optional "Bearer " prefix is accepted. */
+/** The longest credential that is looked up: a longer one is sent, but cannot be a key. */
+export const MAX_CREDENTIAL_LENGTH = 256;
+
+/**
+ * The credential in Authorization (the key on its own, or after "Bearer "), or null when none was
+ * sent. An oversized one is returned too: it was sent, so it is refused as invalid, not missing.
+ */
 export function credentialFrom(header: string | undefined): string | null {
   if (!header) return null;
   const value = header.trim().replace(/^Bearer\s+/i, '');
-  return value.length > 0 && value.length <= 256 ? value : null;
+  return value.length > 0 ? value : null;
+}
+
+/** Whether a credential can be a key at all (oversized ones are never looked up). */
+export function isLookupable(credential: string): boolean {
+  return credential.length <= MAX_CREDENTIAL_LENGTH;
 }
 
 /**
@@ -20,7 +31,7 @@ export function requireKey(...types: KeyType[]) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const rawKey = credentialFrom(c.req.header('Authorization'));
     if (rawKey === null) throw new AppError('unauthorized', 'missing API key in the Authorization header');
-    const caller = await authenticateKey(c.env, rawKey);
+    const caller = isLookupable(rawKey) ? await authenticateKey(c.env, rawKey) : null;
     if (caller === null) throw new AppError('unauthorized', 'invalid or revoked API key');
     if (!types.includes(caller.keyType)) {
       throw new AppError('unauthorized', `this operation requires a ${types.join(' or ')} API key`);
@@ -38,7 +49,7 @@ export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const token = credentialFrom(c.req.header('Authorization'));
   const expected = c.env.ADMIN_TOKEN;
   if (!expected) throw new AppError('unauthorized', 'admin API disabled: ADMIN_TOKEN is not set');
-  if (token === null || !(await secretsEqual(token, expected))) {
+  if (token === null || !isLookupable(token) || !(await secretsEqual(token, expected))) {
     throw new AppError('unauthorized', 'missing or invalid admin token');
   }
   await next();

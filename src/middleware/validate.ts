@@ -6,29 +6,72 @@ import { zValidator } from '@hono/zod-validator';
 import type { MiddlewareHandler, ValidationTargets } from 'hono';
 import type { z } from 'zod';
 import { AppError, type FieldError } from '../errors';
+import { closestField } from '../lib/closest-field';
 import { describeFieldErrors } from '../lib/field-errors';
 import { containsCardNumber } from '../lib/card-number';
 
-export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
-  return issues.map((issue) => ({
-    field: issue.path.length > 0 ? issue.path.map(String).join('.') : '(body)',
-    msg: issue.code === 'unrecognized_keys' ? unrecognizedKeysMessage(issue.keys) : issue.message,
-  }));
+export function fieldErrors(issues: readonly z.core.$ZodIssue[], schema?: z.ZodType): FieldError[] {
+  return issues.flatMap((issue) => {
+    if (issue.code === 'unrecognized_keys') return unknownFieldErrors(issue.path, issue.keys, schema ? knownKeysAt(schema, issue.path) : []);
+    return [{ field: issue.path.length > 0 ? issue.path.map(String).join('.') : '(body)', msg: issue.message }];
+  });
 }
 
 /**
- * Zod quotes unknown key names back; a wrongly flattened form can send a card number as a key,
- * and a message must never carry one (SPEC: card data never reaches error messages).
+ * One error per unknown field, named by its path, with the known field it was probably meant to be
+ * (`State: unknown field; did you mean state?`). A wrongly flattened form can send a card number
+ * as a key, and a message must never carry one (SPEC: card data never reaches error messages):
+ * such a key is named "(a card number)" and gets no suggestion.
  */
-function unrecognizedKeysMessage(keys: readonly string[]): string {
-  const shown = keys.map((key) => (containsCardNumber(key) ? '(a card number)' : JSON.stringify(key)));
-  return `Unrecognized key${keys.length > 1 ? 's' : ''}: ${shown.join(', ')}`;
+function unknownFieldErrors(path: readonly PropertyKey[], keys: readonly string[], known: readonly string[]): FieldError[] {
+  return keys.map((key) => {
+    const isCard = containsCardNumber(key);
+    const field = [...path.map(String), isCard ? '(a card number)' : key].join('.');
+    const meant = isCard ? null : closestField(key, known);
+    return { field, msg: meant === null ? 'unknown field' : `unknown field; did you mean ${meant}?` };
+  });
+}
+
+/**
+ * The field names of the object a zod schema expects at `path` (empty when there is none):
+ * what an unknown field there is compared with. Follows the wrappers request schemas use
+ * (optional, nullable, default, transform pipes, arrays, unions).
+ */
+export function knownKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
+  const def = (schema as z.core.$ZodTypes)._zod.def;
+  switch (def.type) {
+    case 'object': {
+      if (path.length === 0) return Object.keys(def.shape);
+      const next = def.shape[String(path[0])];
+      return next ? knownKeysAt(next, path.slice(1)) : [];
+    }
+    case 'array':
+      return path.length > 0 ? knownKeysAt(def.element, path.slice(1)) : [];
+    case 'pipe':
+      // A transform reads the input side: that is where the client's fields are.
+      return knownKeysAt(def.in, path);
+    case 'union':
+      return [...new Set(def.options.flatMap((option) => knownKeysAt(option, path)))];
+    case 'lazy':
+      return knownKeysAt(def.getter(), path);
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'nonoptional':
+    case 'readonly':
+    case 'catch':
+      return knownKeysAt(def.innerType, path);
+    default:
+      return [];
+  }
 }
 
 /**
  * Validates one part of the request with a zod schema. For a JSON body the Content-Type is checked
  * first: Hono's JSON validator silently reads a body of another type as `{}`, and a client that
- * forgot the header deserves to be told so rather than "field is required".
+ * forgot the header deserves to be told so rather than "field is required". A body of another
+ * media type (or none named) is a 415, the status HTTP has for it (docs/api-decisions.md).
  */
 export function validate<Target extends keyof ValidationTargets, Schema extends z.ZodType>(
   target: Target,
@@ -36,14 +79,14 @@ export function validate<Target extends keyof ValidationTargets, Schema extends 
 ) {
   const validator = zValidator(target, schema, (result) => {
     if (!result.success) {
-      const errors = fieldErrors(result.error.issues);
+      const errors = fieldErrors(result.error.issues, schema);
       throw new AppError('bad_request', describeFieldErrors(errors), errors);
     }
   });
   if (target !== 'json') return validator;
   const jsonValidator: MiddlewareHandler = async (c, next) => {
     if (!/^application\/([a-z.+-]*\+)?json\b/i.test(c.req.header('Content-Type') ?? '')) {
-      throw new AppError('bad_request', 'Content-Type must be application/json');
+      throw new AppError('unsupported_media_type', 'Content-Type must be application/json');
     }
     return validator(c, next);
   };

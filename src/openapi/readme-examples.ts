@@ -145,6 +145,16 @@ export const README_EXAMPLES: ReadmeExample[] = [
   },
   {
     "method": "POST",
+    "path": "/api/lookup/bin/protected",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"bin\": \"411111\", \"country\": \"US\", \"State\": \"TX\"}",
+    "source": "curl -s -X POST http://localhost:8787/api/lookup/bin/protected \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -d '{\"bin\": \"411111\", \"country\": \"US\", \"State\": \"TX\"}'\n# → 400 {\"status\":\"failed\",\"msg\":\"State: unknown field; did you mean state?\",\"data\":null,\"errors\":[{\"field\":\"State\",\"msg\":\"unknown field; did you mean state?\"}]}",
+    "page": "docs/bin-lookup",
+    "section": "BIN lookup"
+  },
+  {
+    "method": "POST",
     "path": "/admin/bins/import",
     "query": "",
     "contentType": "text/csv",

@@ -17,7 +17,7 @@ export const adminBins = new Hono<AppEnv>();
 /** The CSV body as a stream, after checking its type and declared size. */
 function csvBody(request: Request): ReadableStream<Uint8Array> {
   const type = request.headers.get('Content-Type') ?? '';
-  if (!/^text\/(csv|plain)\b/i.test(type)) throw new AppError('bad_request', 'Content-Type must be text/csv');
+  if (!/^text\/(csv|plain)\b/i.test(type)) throw new AppError('unsupported_media_type', 'Content-Type must be text/csv');
   const declared = Number(request.headers.get('Content-Length') ?? '0');
   if (declared > IMPORT_LIMITS.maxBytes) {
     throw new AppError('payload_too_large', `body exceeds ${IMPORT_LIMITS.maxBytes} bytes; split the file (npm run bins:import does)`);

@@ -15,7 +15,7 @@ import { Hono, type Context } from 'hono';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
-import { credentialFrom, requireSecretKey } from '../middleware/auth';
+import { credentialFrom, isLookupable, requireSecretKey } from '../middleware/auth';
 import { sessionFromCookie } from '../middleware/console-session';
 import { validate } from '../middleware/validate';
 import { batchIdParamSchema } from '../schemas/filebatch';
@@ -39,7 +39,7 @@ const streamReaders: ReaderResolver[] = [
   async (c) => {
     if (c.req.header('Authorization') === undefined) return undefined;
     const rawKey = credentialFrom(c.req.header('Authorization'));
-    const caller = rawKey === null ? null : await authenticateKey(c.env, rawKey);
+    const caller = rawKey === null || !isLookupable(rawKey) ? null : await authenticateKey(c.env, rawKey);
     return caller?.keyType === 'secret' ? { merchantId: caller.merchantId, crossOrigin: false } : null;
   },
   async (c, batchId) => {

@@ -95,7 +95,8 @@ export async function receiveUpload<E extends AppEnv>(
   const raw = /^text\/csv\b/i.test(contentType);
   const boundary = raw ? null : multipartBoundary(contentType);
   if (!raw && boundary === null) {
-    throw new AppError('bad_request', 'Content-Type must be multipart/form-data (a part named "file") or text/csv');
+    // A media type this route does not take: 415, as for every body route (docs/api-decisions.md).
+    throw new AppError('unsupported_media_type', 'Content-Type must be multipart/form-data (a part named "file") or text/csv');
   }
   if (raw && queryFileName === undefined) throw new AppError('bad_request', 'file_name: a text/csv upload names its file with ?file_name=');
   // Every byte of the body counts: the file, and for a form whatever surrounds it.

@@ -18,7 +18,12 @@ export const failedEnvelopeSchema = z
   .strictObject({
     status: z.literal('failed'),
     msg: z.string().meta({ description: 'What went wrong and where (`bin: must be 6 to 19 digits (0-9 only)`, `line 7: …`).' }),
-    data: z.null(),
+    // `const: null` rather than `type: "null"`: openapi-fetch drops a property whose type is only
+    // null from its error type (openapi-ts/openapi-typescript#2717), and `error.data` should compile.
+    data: z
+      .unknown()
+      .refine((value) => value === null, 'must be null')
+      .meta({ const: null, description: 'Always null in an error.' }),
     errors: z.array(fieldErrorSchema).optional().meta({ description: 'Validation errors only: every failing field.' }),
     request_id: z.string().optional().meta({ description: '500 only: the id of the request in the logs.' }),
   })

@@ -7,7 +7,7 @@ import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from './vault';
 const text = () => z.string({ error: 'must be a string' });
 
 export const binLookupRequestSchema = z
-  .object({
+  .strictObject({
     bin: text().regex(/^[0-9]{6,19}$/, 'must be 6 to 19 digits (0-9 only)').optional(),
     temp_token: text().regex(TEMP_TOKEN_PATTERN, 'is not a valid token (tok_ and 32 characters)').optional(),
     customer_id: text().regex(CUSTOMER_ID_PATTERN, 'must be 1 to 40 letters or digits').optional(),
@@ -33,11 +33,20 @@ export const binLookupRequestSchema = z
     if (body.payment_method_id !== undefined && body.customer_id === undefined) {
       ctx.addIssue({ code: 'custom', path: ['payment_method_id'], message: 'is only used with customer_id' });
     }
+  })
+  // What the refinement above enforces, in terms a generator or validator reads: exactly one source.
+  .meta({
+    oneOf: [
+      { title: 'By BIN', required: ['bin'] },
+      { title: 'By temp token', required: ['temp_token'] },
+      { title: 'By vault customer', required: ['customer_id'] },
+    ],
+    dependentRequired: { payment_method_id: ['customer_id'] },
   });
 
 export type BinLookupRequest = z.infer<typeof binLookupRequestSchema>;
 
-const ruleSchema = z.object({
+const ruleSchema = z.strictObject({
   country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').transform((v) => v.toUpperCase()),
   region: z
     .string()
@@ -50,7 +59,7 @@ const ruleSchema = z.object({
 });
 
 export const surchargeRulesSchema = z
-  .object({ rules: z.array(ruleSchema).min(1, 'must hold at least one rule').max(1000) })
+  .strictObject({ rules: z.array(ruleSchema).min(1, 'must hold at least one rule').max(1000) })
   .superRefine((body, ctx) => {
     const seen = new Set<string>();
     body.rules.forEach((rule, index) => {

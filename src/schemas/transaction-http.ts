@@ -23,7 +23,26 @@ const shape = Object.fromEntries(
   INPUT_COLUMNS.map((column) => [column, AMOUNT_COLUMN_SET.has(column) ? amount : BOOLEAN_COLUMNS.has(column) ? flag : text]),
 ) as Record<InputColumn, typeof text | typeof amount | typeof flag>;
 
-export const transactionBodySchema = z.strictObject(shape).transform((body): TransactionInput => {
+/**
+ * Every column is optional to zod (an empty or null one is absent, as in a CSV row), and the engine
+ * says which are required (services/transactions/validation.ts). The document states its rules in
+ * JSON Schema terms, so a generated client marks them: a type, an amount, one payment source.
+ */
+const engineRequires = {
+  required: ['transaction_type'],
+  allOf: [
+    { anyOf: [{ title: 'With amount', required: ['amount'] }, { title: 'With base_amount', required: ['base_amount'] }] },
+    {
+      oneOf: [
+        { title: 'A card', required: ['cc_number', 'cc_expiration'] },
+        { title: 'A bank account (ACH)', required: ['ach_account_number', 'ach_routing_number', 'ach_account_type', 'ach_sec_code'] },
+        { title: 'A vault customer', required: ['customer_id'] },
+      ],
+    },
+  ],
+};
+
+export const transactionBodySchema = z.strictObject(shape).meta(engineRequires).transform((body): TransactionInput => {
   const input: TransactionInput = {};
   for (const column of INPUT_COLUMNS) {
     const value = body[column];

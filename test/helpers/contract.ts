@@ -1,9 +1,10 @@
 /**
  * The API contract, enforced on every answer the tests receive: `call()` (test/helpers/api.ts), the
  * one door every integration and security test's requests go through, hands each response here.
- * Its status must be documented for that operation in the OpenAPI document, its Content-Type
- * must be one the document names for that status, and a JSON body must validate against the
- * documented schema (response schemas are strict, so an undocumented field fails too).
+ * Its status must be documented for that operation in the OpenAPI document, the headers a client
+ * acts on (X-Request-Id, Retry-After, …) must be listed for that status, its Content-Type must be
+ * one the document names for that status, and a JSON body must validate against the documented
+ * schema (response schemas are strict, so an undocumented field fails too).
  *
  * Adding a route (webhooks, tokenizer pages, ...): register it in src/openapi/paths/<resource>.ts
  * (or a new file listed in RESOURCES in src/openapi/document.ts) with every status it answers;
@@ -48,6 +49,7 @@ export async function assertDocumentedAnswer(method: string, url: string, respon
   if (!spec) {
     throw new Error(`${label} answered ${response.status}, which the OpenAPI document does not list (listed: ${Object.keys(responses).join(', ')})`);
   }
+  if (found) assertDocumentedHeaders(label, response, spec);
   const content = spec.content as Record<string, Json> | undefined;
   const type = (response.headers.get('Content-Type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (!content) {
@@ -78,6 +80,21 @@ export async function assertDocumentedAnswer(method: string, url: string, respon
       .slice(0, 8)
       .map((error) => `${error.instanceLocation}: ${error.error}`);
     throw new Error(`${label} ${response.status}: the body does not match the OpenAPI document:\n  ${problems.join('\n  ')}\nbody: ${text.slice(0, 500)}`);
+  }
+}
+
+/**
+ * Headers a client acts on: when an answer carries one, the document lists it for that status (a
+ * client generated from the document can then read it). X-Request-Id is on every answer.
+ */
+const CLIENT_HEADERS = ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed', 'Content-Disposition'];
+
+function assertDocumentedHeaders(label: string, response: Response, spec: Json): void {
+  const documented = new Set(Object.keys((spec.headers ?? {}) as Json).map((name) => name.toLowerCase()));
+  for (const name of CLIENT_HEADERS) {
+    if (response.headers.has(name) && !documented.has(name.toLowerCase())) {
+      throw new Error(`${label} ${response.status}: the answer carries ${name}, which the OpenAPI document does not list for it`);
+    }
   }
 }
 

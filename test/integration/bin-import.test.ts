@@ -112,12 +112,12 @@ describe('POST /admin/bins/import', () => {
     expect(await lookupOk(merchant.secretKey, { bin: '80049999' })).toMatchObject({ issuing_bank: 'Bulk Bank 49999', card_brand: 'uatp' });
   });
 
-  it('answers 400 for an unrecognised header, the wrong Content-Type or an empty body', async () => {
+  it('answers 400 for an unrecognised header or an empty body, 415 for the wrong Content-Type', async () => {
     const header = await call('POST', '/admin/bins/import', { key: ADMIN_TOKEN, body: 'prefix,scheme\n411111,visa', headers: { 'Content-Type': 'text/csv' } });
     expect(header.status).toBe(400);
     expect((await header.json<{ msg: string }>()).msg).toMatch(/^line 1: unrecognised header/);
     const type = await call('POST', '/admin/bins/import', { key: ADMIN_TOKEN, body: 'bin\n411111', headers: { 'Content-Type': 'application/json' } });
-    expect(type.status).toBe(400);
+    expect(type.status).toBe(415);
     expect(await type.json()).toMatchObject({ msg: 'Content-Type must be text/csv' });
     const empty = await call('POST', '/admin/bins/import', { key: ADMIN_TOKEN, body: '', headers: { 'Content-Type': 'text/csv' } });
     expect(empty.status).toBe(400);

@@ -106,7 +106,7 @@ describe('upload: structural problems reject the whole file', () => {
     expect((await noFile.json<Envelope>()).msg).toBe('file: the multipart form has no part named "file"');
 
     const json = await call('POST', '/api/filebatch', { key: merchant.secretKey, body: { file: 'x' } });
-    expect(json.status).toBe(400);
+    expect(json.status).toBe(415);
     expect((await json.json<Envelope>()).msg).toBe('Content-Type must be multipart/form-data (a part named "file") or text/csv');
   });
 

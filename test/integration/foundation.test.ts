@@ -41,9 +41,9 @@ describe('health and shared behaviour', () => {
     expect(await response.json()).toEqual({ status: 'failed', msg: 'Malformed JSON in request body', data: null });
   });
 
-  it('answers a JSON endpoint called without a JSON Content-Type with 400 saying so', async () => {
+  it('answers a JSON endpoint called without a JSON Content-Type with 415 saying so (docs/api-decisions.md)', async () => {
     const response = await call('POST', '/admin/merchants', { key: ADMIN_TOKEN, body: '{"name": "A"}' });
-    expect(response.status).toBe(400);
+    expect(response.status).toBe(415);
     expect(await response.json()).toEqual({ status: 'failed', msg: 'Content-Type must be application/json', data: null });
   });
 

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lookupCard } from '../../src/services/bin-lookup/card-metadata';
-import { admin, apiKeyId, createMerchant, type TestMerchant } from '../helpers/api';
+import { admin, apiKeyId, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv, lookupBin, lookupOk } from '../helpers/bins';
 import { limiterOnClock } from '../helpers/rate-limits';
 
@@ -189,9 +189,10 @@ describe('validation', () => {
     expect(answer).toMatchObject({ status: 'failed', msg, data: null });
   });
 
-  it('answers 400 for a body that is not JSON', async () => {
-    const response = await lookupBin(merchant.secretKey, '{"bin": ');
+  it('answers 400 for a body that is not JSON, and 415 for a body not sent as JSON', async () => {
+    const response = await call('POST', '/api/lookup/bin/protected', { key: merchant.secretKey, body: '{"bin": ', headers: { 'Content-Type': 'application/json' } });
     expect(response.status).toBe(400);
+    expect((await lookupBin(merchant.secretKey, '{"bin": "411111"}')).status).toBe(415);
   });
 });
 

@@ -35,15 +35,16 @@ function documentedRoutes(): string[] {
 }
 
 describe('GET /openapi.json', () => {
-  it('serves the OpenAPI 3.1 document without a key, with its four security schemes (three keys and the console cookie)', async () => {
+  it('serves the OpenAPI 3.1 document without a key, with its five security schemes (three bearer keys, the stream token, the console cookie)', async () => {
     const response = await call('GET', '/openapi.json');
     expect(response.status).toBe(200);
     const document = await response.json<{ openapi: string; components: { securitySchemes: Record<string, unknown> } }>();
     expect(document.openapi).toBe('3.1.0');
     expect(document.components.securitySchemes).toEqual({
-      secretKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Authorization' }),
-      publicKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Authorization' }),
-      adminToken: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Authorization' }),
+      secretKey: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'api_… (secret key)' }),
+      publicKey: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'pub_… (public key)' }),
+      adminToken: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'ADMIN_TOKEN' }),
+      streamToken: expect.objectContaining({ type: 'apiKey', in: 'query', name: 'token' }),
       consoleSession: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'binbatch_console' }),
     });
   });
@@ -83,7 +84,7 @@ describe('the curl examples of the README and the docs pages', () => {
     expect(README_EXAMPLES).toEqual(JSON.parse(expected.slice(expected.indexOf('= [') + 2, expected.lastIndexOf(';'))));
   });
 
-  it('each appears in the x-codeSamples of the operation it calls, literal JSON bodies as request examples', () => {
+  it('each appears in the x-codeSamples of the operation it calls, literal JSON bodies answered with success as request examples', () => {
     const examples = curlExamples(pages);
     expect(examples.length).toBeGreaterThan(25);
     for (const example of examples) {
@@ -93,7 +94,12 @@ describe('the curl examples of the README and the docs pages', () => {
       expect(samples.map((sample) => sample.source)).toContain(example.source);
       if (example.body?.startsWith('{') && !example.body.includes('$')) {
         const media = (found?.operation.requestBody as { content: Record<string, { examples: Record<string, { value: unknown }> }> }).content['application/json'];
-        expect(Object.values(media?.examples ?? {}).map((e) => e.value)).toContainEqual(JSON.parse(example.body));
+        const values = Object.values(media?.examples ?? {}).map((e) => e.value);
+        // An example meant to fail (its documented answer is a 4xx) is a code sample only: a request
+        // example is a body the operation takes.
+        const answer = Number(/^# → (\d{3}) /m.exec(example.source)?.[1] ?? 200);
+        if (answer >= 400) expect(values, example.source).not.toContainEqual(JSON.parse(example.body));
+        else expect(values).toContainEqual(JSON.parse(example.body));
       }
     }
   });

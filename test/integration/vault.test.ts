@@ -104,7 +104,7 @@ describe('POST /api/vault/customer', () => {
       [{ card: { number: VISA, expiration: '01/21' } }, 'payment_method.card.expiration: card has expired'],
       [{ card: { number: VISA } }, 'payment_method.card.expiration: is required with number'],
       // A CVC has no place in the vault: the field is refused rather than silently dropped.
-      [{ card: { number: VISA, expiration: '12/39', cvc: '123' } }, 'payment_method.card: Unrecognized key: "cvc"'],
+      [{ card: { number: VISA, expiration: '12/39', cvc: '123' } }, 'payment_method.card.cvc: unknown field'],
       [{ ach: { account_number: '12', routing_number: ROUTING, account_type: 'checking', sec_code: 'WEB' } }, 'payment_method.ach.account_number: must be 4 to 17 digits'],
       [{}, 'payment_method: must hold exactly one of card or ach'],
     ];

@@ -69,7 +69,7 @@ describe('POST /api/webhooks', () => {
     [{}, 'url: must be a string (an https:// URL)'],
     [{ url: 'https://hooks.example.test/x', events: [] }, 'events: must name at least one event type'],
     [{ url: 'https://hooks.example.test/x', events: ['batch.started'] }, 'events.0: must be one of batch.completed, batch.failed'],
-    [{ url: 'https://hooks.example.test/x', secret: 'mine' }, 'Unrecognized key'],
+    [{ url: 'https://hooks.example.test/x', secret: 'mine' }, 'secret: unknown field'],
   ])('refuses a malformed body %j with a 400 naming the field', async (body, message) => {
     const response = await call('POST', '/api/webhooks', { key: owner.secretKey, body });
     expect(response.status).toBe(400);

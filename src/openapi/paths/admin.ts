@@ -99,7 +99,7 @@ export function registerAdmin(registry: Registry): void {
       summary,
       description: `Columns: ${columns}. A bad row is reported with its line and never stops the rest. At most 32 MiB and 100,000 rows per request.`,
       security,
-      request: { body: { required: true, content: { 'text/csv': { schema: { type: 'string' } } } } },
+      request: { body: { required: true, content: { 'text/csv': { schema: { type: 'string', format: 'binary', contentMediaType: 'text/csv' } } } } },
       responses: {
         200: ok('What was imported, and the bad rows.', successEnvelopeSchema(importResultSchema)),
         ...errors([400, 401, 413]),

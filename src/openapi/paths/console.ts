@@ -64,7 +64,7 @@ export function registerConsole(registry: Registry): void {
     request: {
       query: consoleUploadQuerySchema,
       headers: CSRF.headers.extend(uploadHeaderSchema.shape),
-      body: { required: true, content: { 'multipart/form-data': { schema: z.object({ file: z.string().meta({ format: 'binary' }) }) } } },
+      body: { required: true, content: { 'multipart/form-data': { schema: z.strictObject({ file: z.string().meta({ format: 'binary', contentMediaType: 'text/csv' }) }) } } },
     },
     responses: {
       200: {
@@ -111,7 +111,10 @@ export function registerConsole(registry: Registry): void {
     security: SESSION,
     request: { params: batchIdParamSchema },
     responses: {
-      200: { description: 'The result CSV.', content: { 'text/csv': { schema: z.string() } } },
+      200: {
+        description: 'The result CSV.',
+        headers: { 'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; the file name ends in -results.csv' } },
+        content: { 'text/csv': { schema: z.string().meta({ contentMediaType: 'text/csv' }) } } },
       ...errors([400, 401, 404, 409, 410], { 409: 'The batch is not completed.', 410: 'Results expired.' }),
     },
   });

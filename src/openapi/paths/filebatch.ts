@@ -9,7 +9,13 @@ const tags = ['Batch files'];
  * The upload is streamed by the route itself (never parsed by the framework), so its body is
  * described by plain OpenAPI schemas here rather than by a validating zod schema.
  */
-const csvFile = { type: 'string' as const, description: 'The batch CSV: a header row, every field double-quoted, `\\n` line ends.' };
+const CSV_LAYOUT = 'The batch CSV: a header row, every field double-quoted, `\\n` line ends.';
+/**
+ * The file's bytes, as OpenAPI 3.1 says a file is: `format: binary` is what generators map to a
+ * Blob or File (openapi-typescript's documented `transform`, openapi-generator, orval...), and the
+ * media type names what the bytes are.
+ */
+const csvFile = { type: 'string' as const, format: 'binary', contentMediaType: 'text/csv', description: CSV_LAYOUT };
 
 /** Pause, resume and cancel: what each does, shared with the console's copies of them (paths/console.ts). */
 export const BATCH_CONTROLS = {
@@ -62,10 +68,13 @@ export function registerFilebatch(registry: Registry): void {
           'multipart/form-data': {
             schema: {
               type: 'object',
-              properties: { file: { ...csvFile, contentMediaType: 'text/csv' } },
+              properties: { file: { ...csvFile, description: `${CSV_LAYOUT} Send it as a file part (a filename; any Content-Type).` } },
               required: ['file'],
+              additionalProperties: false,
             },
+            encoding: { file: { contentType: 'text/csv, application/octet-stream' } },
           },
+          // A raw body: a client sends the bytes as they are (openapi-fetch needs `bodySerializer: (csv) => csv`, docs/api-decisions.md).
           'text/csv': { schema: csvFile },
         },
       },
@@ -76,7 +85,7 @@ export function registerFilebatch(registry: Registry): void {
         headers: { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } } },
       },
       ...errors([400, 401, 409, 413, 429], {
-        400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a wrong Content-Type.',
+        400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a text/csv body without `?file_name=`.',
         409: 'The same file was uploaded in the last 24 hours (`msg` names its batch; `?allow_duplicate=true` uploads it anyway), or the Idempotency-Key was used for another file.',
         413: 'Over BATCH_MAX_BYTES or BATCH_MAX_ROWS; nothing is kept.',
       }),
@@ -119,7 +128,8 @@ export function registerFilebatch(registry: Registry): void {
       200: {
         description: `The result CSV: a header row and one row per data row, in input order; every field quoted. Columns: ${RESULT_COLUMNS.join(', ')}.`,
         headers: { 'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; the file name ends in -results.csv' } },
-        content: { 'text/csv': { schema: { type: 'string' } } },
+        // Text, not JSON: openapi-fetch reads it with `parseAs: 'text'` (docs/api-decisions.md).
+        content: { 'text/csv': { schema: { type: 'string', contentMediaType: 'text/csv' } } },
       },
       ...errors([400, 401, 404, 409, 410], {
         409:

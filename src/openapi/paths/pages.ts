@@ -6,7 +6,7 @@ import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { NO_AUTH, type Registry } from './common';
 
-const tags = ['Tokenizer pages'];
+const tags = ['Tokenizer'];
 
 function file(description: string, mediaType: string): Record<number, ResponseConfig> {
   return {
@@ -16,25 +16,26 @@ function file(description: string, mediaType: string): Record<number, ResponseCo
   };
 }
 
-const FILES: [path: string, summary: string, mediaType: string][] = [
-  ['/tokenizer/v1/tokenizer.js', "The script for the merchant's checkout page (BinbatchTokenizer); cached a year", 'text/javascript'],
-  ['/tokenizer/v1/frame.js', "The card frame's script; revalidated on every load", 'text/javascript'],
-  ['/tokenizer/v1/card-checks.js', "The card frame's Luhn, brand and expiry checks; revalidated on every load", 'text/javascript'],
-  ['/tokenizer/v1/frame.css', "The card frame's styles; revalidated on every load", 'text/css'],
-  ['/docs/vendor/swagger-ui-bundle.js', "Swagger UI, for the docs page", 'text/javascript'],
-  ['/docs/vendor/swagger-ui.css', "Swagger UI's styles, for the docs page", 'text/css'],
-  ['/docs/docs.js', 'The docs page script: renders /openapi.json', 'text/javascript'],
-  ['/console/assets/console.js', "The batch console's script; revalidated on every load", 'text/javascript'],
-  ['/console/assets/console.css', "The batch console's styles; revalidated on every load", 'text/css'],
+/** Each file with the operationId and tag it is listed under: the tokenizer's, the docs page's, the console's. */
+const FILES: [path: string, operationId: string, tag: string, summary: string, mediaType: string][] = [
+  ['/tokenizer/v1/tokenizer.js', 'tokenizerScript', 'Tokenizer', "The script for the merchant's checkout page (BinbatchTokenizer); cached a year", 'text/javascript'],
+  ['/tokenizer/v1/frame.js', 'tokenizerFrameScript', 'Tokenizer', "The card frame's script; revalidated on every load", 'text/javascript'],
+  ['/tokenizer/v1/card-checks.js', 'tokenizerCardChecksScript', 'Tokenizer', "The card frame's Luhn, brand and expiry checks; revalidated on every load", 'text/javascript'],
+  ['/tokenizer/v1/frame.css', 'tokenizerFrameStyles', 'Tokenizer', "The card frame's styles; revalidated on every load", 'text/css'],
+  ['/docs/vendor/swagger-ui-bundle.js', 'docsSwaggerUiScript', 'Service', 'Swagger UI, for the docs page', 'text/javascript'],
+  ['/docs/vendor/swagger-ui.css', 'docsSwaggerUiStyles', 'Service', "Swagger UI's styles, for the docs page", 'text/css'],
+  ['/docs/docs.js', 'docsScript', 'Service', 'The docs page script: renders /openapi.json', 'text/javascript'],
+  ['/console/assets/console.js', 'consoleScript', 'Console', "The batch console's script; revalidated on every load", 'text/javascript'],
+  ['/console/assets/console.css', 'consoleStyles', 'Console', "The batch console's styles; revalidated on every load", 'text/css'],
 ];
 
 export function registerPages(registry: Registry): void {
-  for (const [path, summary, mediaType] of FILES) {
+  for (const [path, operationId, tag, summary, mediaType] of FILES) {
     registry.registerPath({
       method: 'get',
       path,
-      operationId: `page:${path}`,
-      tags,
+      operationId,
+      tags: [tag],
       summary,
       security: NO_AUTH,
       responses: file(summary, mediaType),

@@ -5,7 +5,6 @@
 import { z } from 'zod';
 import { batchIdParamSchema } from '../../schemas/filebatch';
 import {
-  batchEventsQuerySchema,
   deliveriesQuerySchema,
   deliveryListResponseSchema,
   deliveryParamSchema,
@@ -19,7 +18,7 @@ import {
   webhookListResponseSchema,
   webhookRotatedResponseSchema,
 } from '../../schemas/webhooks';
-import { errors, json, ok, SECRET_KEY, type Registry } from './common';
+import { errors, json, ok, SECRET_KEY, SECRET_KEY_OR_STREAM_TOKEN, type Registry } from './common';
 
 const tags = ['Webhooks'];
 
@@ -107,10 +106,19 @@ export function registerWebhooks(registry: Registry): void {
     description:
       'One `data:` line per change of `status` or `processed_lines` (at most 4 a second), each the batch record as ' +
       'GET /api/filebatch/{id} answers it; event ids are `<status>:<processed_lines>`. Authenticate with the secret key in ' +
-      '`Authorization`, or (from a browser, whose EventSource sends no headers) with `?token=` from POST …/events/token. ' +
+      '`Authorization`, or (from a browser, whose EventSource sends no headers) with `?token=` from POST …/events/token, or with the batch console\'s session cookie. ' +
       'A reconnection with `Last-Event-ID` after the final state answers 204.',
-    security: [...SECRET_KEY, {}],
-    request: { params: batchIdParamSchema, query: batchEventsQuerySchema },
+    // The stream token is a security scheme (apiKey in the query), not a parameter of its own.
+    security: [...SECRET_KEY_OR_STREAM_TOKEN, { consoleSession: [] }],
+    request: {
+      params: batchIdParamSchema,
+      headers: z.object({
+        'Last-Event-ID': z
+          .string()
+          .optional()
+          .meta({ description: 'Sent by EventSource on reconnection: the id of the last event received (`<status>:<processed_lines>`).', example: 'processing:1200' }),
+      }),
+    },
     responses: {
       200: { description: 'The stream.', content: { 'text/event-stream': { schema: z.string().meta({ description: 'Server-Sent Events whose data are batch records.' }) } } },
       204: { description: 'The batch had already ended when this reconnection came: stop reconnecting.' },
@@ -136,6 +144,7 @@ export function registerWebhooks(registry: Registry): void {
           description: '`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, one `v1=` per active secret.',
         }),
         'Binbatch-Event-Id': z.string().meta({ description: 'The event id (evt_…): drop duplicates by it.' }),
+        'Binbatch-Delivery-Id': z.string().meta({ description: 'This delivery (whd_…): a redelivery or a retry of the same event has its own; quote it with the endpoint\'s deliveries (GET /api/webhooks/{id}/deliveries).' }),
       }),
       body: { required: true, content: json(webhookEventSchema) },
     },
@@ -147,7 +156,7 @@ export function registerWebhooks(registry: Registry): void {
     registry.registerWebhook({
       method: 'post',
       path: type,
-      operationId: `webhook:${type}`,
+      operationId: type === 'batch.completed' ? 'batchCompletedWebhook' : 'batchFailedWebhook',
       tags,
       summary: type === 'batch.completed' ? 'A batch completed' : 'A batch failed (its record carries failure_reason)',
       ...signed,
