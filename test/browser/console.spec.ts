@@ -225,8 +225,9 @@ test('pause a running batch (the bar reads Paused), resume it to the end; pause 
   test.setTimeout(240_000);
   const file = execFileSync(process.execPath, [join(ROOT, 'examples/generate-batch.mjs'), '10000'], { maxBuffer: 64 * 1024 * 1024 }).toString();
   await signIn(page);
-  // Bytes of its own (the 10,000-row test uploads the generator's file as it is).
-  await uploadFile(page, 'pause-me.csv', file.replace('"ord1"', '"pause1"'));
+  // Bytes of this run's own (the 10,000-row test uploads the generator's file as it is).
+  const run = String(Date.now() % 100_000_000);
+  await uploadFile(page, 'pause-me.csv', file.replace('"ord1"', `"P${run}"`));
   const pause = page.getByRole('button', { name: 'Pause', exact: true });
   await pause.click();
   const bar = page.getByRole('progressbar', { name: 'Paused' });
@@ -247,7 +248,7 @@ test('pause a running batch (the bar reads Paused), resume it to the end; pause 
   await expect(page.getByRole('button', { name: 'Pause', exact: true })).toBeHidden();
 
   // A second file: paused, then cancelled; the confirmation says how many rows will not run.
-  await uploadFile(page, 'wrong-file.csv', file.replace('"ord1"', '"cancel1"'));
+  await uploadFile(page, 'wrong-file.csv', file.replace('"ord1"', `"C${run}"`));
   await page.getByRole('button', { name: 'Pause', exact: true }).click();
   await expect(page.getByRole('progressbar', { name: 'Paused' })).toBeVisible();
   await page.getByRole('button', { name: 'Cancel batch' }).click();
