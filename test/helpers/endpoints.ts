@@ -6,7 +6,7 @@
 import { env } from 'cloudflare:workers';
 import { vi } from 'vitest';
 import { admin, call, createMerchant, type TestMerchant } from './api';
-import { waitForStatus } from './batch';
+import { createUnqueuedBatch, csv, waitForStatus } from './batch';
 import { createEndpoint, deliveries, receiver } from './webhooks';
 
 export type Auth = 'secret' | 'any' | 'admin' | 'none';
@@ -28,6 +28,10 @@ export interface World {
   transactionId: string;
   /** A completed batch of the owner. */
   batchId: string;
+  /** A batch of the owner that never starts (its chunks are never sent): pause and resume answer 200 however often. */
+  runningBatchId: string;
+  /** A batch of the owner that never starts, for cancel (whose 200 ends it). */
+  batchToCancel: string;
   /** The owner's webhook endpoint (its receiver answers 204) and its delivery of the batch's event. */
   webhookId: string;
   webhookUrl: string;
@@ -178,6 +182,27 @@ export const endpoints: Endpoint[] = [
     path: (w) => `/api/filebatch/${w.batchId}/events/token`,
     owned: true,
     okStatus: 201,
+  },
+  {
+    route: 'POST /api/filebatch/:id/pause',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.runningBatchId}/pause`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/filebatch/:id/resume',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.runningBatchId}/resume`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/filebatch/:id/cancel',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchToCancel}/cancel`,
+    owned: true,
+    okStatus: 200,
   },
   {
     route: 'POST /api/webhooks',
@@ -353,6 +378,12 @@ export async function buildWorld(): Promise<World> {
     return first;
   }, { timeout: 30_000, interval: 20 });
 
+  // Never started: they stay running for as long as the tests need. No card numbers in them: their
+  // uploads stay in R2 (the card-door scan reads it), as a running batch's do.
+  const noCards = csv(['transaction_type', 'amount', 'order_id'], [['sale', '1000', 'run1'], ['sale', '1001', 'run2']]);
+  const running = await createUnqueuedBatch(owner.secretKey, noCards, 'running.csv');
+  const toCancel = await createUnqueuedBatch(owner.secretKey, noCards, 'to-cancel.csv');
+
   return {
     owner,
     intruder,
@@ -364,6 +395,8 @@ export async function buildWorld(): Promise<World> {
     spareKeyId: spare.id,
     transactionId: sale.id,
     batchId: batch.id,
+    runningBatchId: running.id,
+    batchToCancel: toCancel.id,
     webhookId: webhook.id,
     webhookUrl: hook.url,
     deliveryId: delivery.id,
