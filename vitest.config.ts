@@ -45,6 +45,9 @@ export default defineConfig({
                 // Webhook retries at once (4 attempts), so retry and give-up paths run in milliseconds;
                 // WEBHOOK_ALLOW_LOCAL keeps wrangler.toml's production value (false).
                 WEBHOOK_RETRY_DELAYS: '0,0,0',
+                // A window of 2 chunks (500 rows each): a file of a few thousand rows has chunks waiting
+                // behind the window, so pause, cancel and the window itself show in small tests.
+                BATCH_CHUNKS_IN_FLIGHT: '2',
               },
               // Flush queue batches quickly so end-to-end tests do not wait on the 1 s batch timeout.
               queueConsumers: {

@@ -5,7 +5,7 @@
 //
 //   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
-//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, cost (baseline always runs)
+//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files (no 500,000-row file), for development
 //   npm run bench -- --profile             the cost runs' profiles in detail (top functions, every binding call)
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
@@ -20,6 +20,7 @@ import { foreignWorkerdCount, machineInfo, printCpu, printTable, updateCostDoc, 
 import { RssSampler } from './bench/rss.mjs';
 import { batchScenarios } from './bench/scenarios/batch.mjs';
 import { contentionScenarios } from './bench/scenarios/contention.mjs';
+import { fairnessScenarios } from './bench/scenarios/fairness.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { runCost } from './bench/scenarios/cost.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
@@ -29,7 +30,7 @@ import { startServer } from './bench/server.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'cost'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost'];
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
@@ -114,6 +115,7 @@ const scenarios = [
   ...lookupScenarios,
   ...batchScenarios,
   ...contentionScenarios,
+  ...fairnessScenarios,
   // The baseline again at the end: how much the machine's own load drifted during the run.
   { ...baselineScenarios[0], name: 'healthz (again, at the end)' },
 ]
@@ -146,7 +148,7 @@ async function replaceServer(reason = 'the server stopped answering') {
   knownPids = new Set(server.workerdPids());
   replacing = false;
   ctx.data.batchCustomers = undefined;
-  if (settings.groups.has('lookup') || settings.groups.has('batch') || settings.groups.has('import')) {
+  if (settings.groups.has('lookup') || settings.groups.has('batch') || settings.groups.has('import') || settings.groups.has('fairness')) {
     const bins = ctx.data.bins;
     await importScenarios[0].run(ctx);
     ctx.data.bins = bins ?? ctx.data.bins;
@@ -245,7 +247,7 @@ const results = {
   generatedAt: new Date().toISOString(),
   command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
   machine: { ...machineInfo(root, settings.tool), loadAverage1mAtStart: loadAtStart, foreignWorkerdAtStart: foreignWorkerd },
-  settings: { ...settings, groups: [...settings.groups] },
+  settings: { ...settings, groups: [...settings.groups], devVars: process.env.BENCH_DEV_VARS ?? null },
   rows,
   ...(cost ? { cost: { rows: cost.rows, targets: cost.targets }, costRuns: cost.runs } : {}),
   ...(cpu.length > 0 ? { cpu } : {}),

@@ -89,7 +89,9 @@ export async function startServer({ root, logDir, log = console.log, keepState =
     join(dir, '.dev.vars'),
     // REQUEST_LOG=errors: under wrangler dev every console.log line travels workerd's stdout to wrangler,
     // which halved healthz throughput; the bench measures the service, not that pipe (docs/performance.md).
-    `ADMIN_TOKEN=${adminToken}\nCARD_DATA_KEY=${randomBytes(32).toString('base64')}\nREQUEST_LOG=errors\n`,
+    // BENCH_DEV_VARS="BATCH_CHUNKS_IN_FLIGHT=5,…" overrides wrangler.toml's vars for one run (comparing settings).
+    `ADMIN_TOKEN=${adminToken}\nCARD_DATA_KEY=${randomBytes(32).toString('base64')}\nREQUEST_LOG=errors\n` +
+      (process.env.BENCH_DEV_VARS ?? '').split(',').filter(Boolean).map((pair) => `${pair.trim()}\n`).join(''),
     { mode: 0o600 },
   );
   await seedLocalState({ persistTo, config, sampleBins, log: (line) => log(`  ${line}`) });

@@ -1,9 +1,16 @@
 /**
  * One object per batch (`env.BATCH_PROGRESS.getByName(batchId)`): the batch's state machine and
- * live counters in SQLite, the set of chunks done, and the stall watchdog (an alarm).
+ * live counters in SQLite, the set of chunks sent and done, windowed dispatch, pause, and the
+ * stall watchdog (an alarm).
  *
- *   pending ──markQueued──> queued ──first recordChunk──> processing ──last chunk──> completed
- *      └────────────── fail (dead letter, stall, missing file) ─────────────────> failed
+ *   pending ──start──> queued ──first recordChunk──> processing ──last chunk──> completed
+ *      └──── fail (dead letter, stall, missing file), cancel, paused too long ────> failed
+ *
+ * Windowed dispatch: `start` sends the first BATCH_CHUNKS_IN_FLIGHT chunk messages and each chunk
+ * recorded sends the next, so a batch never has more than that many in the queue shared by every
+ * merchant, and a batch uploaded later waits behind at most a window of each running batch, not
+ * behind whole files. While paused (`paused`, beside the status) nothing is sent; chunks already
+ * sent finish and are recorded.
  *
  * Side effects are not done here: after each transition the object tells the batch lifecycle
  * (services/batches/lifecycle.ts), which mirrors it into D1 and, when the batch ends, deletes the
@@ -20,8 +27,11 @@ import {
   sendChunkMessages,
   type LifecycleDeps,
 } from '../services/batches/lifecycle';
+import { batchLimits } from '../services/batches/limits';
 import {
+  cancelledAfterPause,
   hasEnded,
+  type BatchControlOutcome,
   type BatchInit,
   type BatchSnapshot,
   type BatchStatus,
@@ -43,6 +53,10 @@ type StateRow = {
   num_chunks: number;
   chunks_done: number;
   requeued: number;
+  /** 1 once `start` (or the watchdog) began sending chunk messages. */
+  dispatching: number;
+  paused: number;
+  paused_at: string | null;
   failure_reason: string | null;
   created_at: string;
   updated_at: string;
@@ -61,29 +75,7 @@ export class BatchProgress extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#lifecycle = lifecycleDeps(env);
-    ctx.storage.sql.exec(`
-      CREATE TABLE IF NOT EXISTS state (
-        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-        batch_id TEXT NOT NULL,
-        status TEXT NOT NULL,
-        num_lines INTEGER NOT NULL,
-        processed_lines INTEGER NOT NULL DEFAULT 0,
-        num_chunks INTEGER NOT NULL,
-        chunks_done INTEGER NOT NULL DEFAULT 0,
-        requeued INTEGER NOT NULL DEFAULT 0,
-        failure_reason TEXT,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-      );
-      CREATE TABLE IF NOT EXISTS chunks (
-        chunk INTEGER PRIMARY KEY,
-        byte_offset INTEGER NOT NULL,
-        byte_length INTEGER NOT NULL,
-        first_line INTEGER NOT NULL,
-        rows INTEGER NOT NULL,
-        done_at TEXT
-      );
-    `);
+    migrate(ctx.storage);
   }
 
   /** Creates the batch in `pending` with its chunk map; a repeated call answers the existing state. */
@@ -116,11 +108,65 @@ export class BatchProgress extends DurableObject<Env> {
     return toSnapshot(this.#requireState());
   }
 
-  /** pending → queued, once every chunk message has been sent. No effect in any other state. */
-  async markQueued(): Promise<BatchSnapshot> {
+  /**
+   * Starts sending the batch's chunk messages (the first window; each chunk recorded sends the
+   * next) and moves `pending` → `queued`. Repeating it changes nothing.
+   */
+  async start(): Promise<BatchSnapshot> {
     const state = this.#requireState();
-    if (state.status !== 'pending') return toSnapshot(state);
-    return this.#transition('queued', null);
+    if (hasEnded(state.status)) {
+      await this.#afterEnd(state);
+      return toSnapshot(state);
+    }
+    if (state.dispatching === 0) {
+      this.ctx.storage.sql.exec('UPDATE state SET dispatching = 1');
+      await this.#dispatch();
+    }
+    const now = this.#requireState();
+    return now.status === 'pending' ? this.#transition('queued', null) : toSnapshot(now);
+  }
+
+  /**
+   * Stops sending chunk messages; chunks already sent finish and are recorded. The stall watchdog
+   * stands down: a paused batch is not stalled, but one paused for BATCH_RETENTION_DAYS is
+   * cancelled (the alarm is set for then). Pausing a paused batch changes nothing.
+   */
+  async pause(): Promise<BatchControlOutcome | null> {
+    const state = this.#state();
+    if (!state) return null;
+    if (hasEnded(state.status)) return { ok: false, reason: 'ended', batch: toSnapshot(state) };
+    if (state.paused === 1) return { ok: true, batch: toSnapshot(state) };
+    const now = isoTimestamp(new Date());
+    this.ctx.storage.sql.exec('UPDATE state SET paused = 1, paused_at = ?, updated_at = ?', now, now);
+    const paused = this.#requireState();
+    this.#feed.publish(toSnapshot(paused));
+    await this.ctx.storage.setAlarm(Date.parse(now) + this.#pauseLimitDays() * 86_400_000);
+    return { ok: true, batch: toSnapshot(paused) };
+  }
+
+  /** Sends chunk messages again, up to the window, and re-arms the stall watchdog. Resuming a running batch changes nothing. */
+  async resume(): Promise<BatchControlOutcome | null> {
+    const state = this.#state();
+    if (!state) return null;
+    if (hasEnded(state.status)) return { ok: false, reason: 'ended', batch: toSnapshot(state) };
+    if (state.paused === 0) return { ok: true, batch: toSnapshot(state) };
+    this.ctx.storage.sql.exec('UPDATE state SET paused = 0, paused_at = NULL, updated_at = ?', isoTimestamp(new Date()));
+    const resumed = this.#requireState();
+    this.#feed.publish(toSnapshot(resumed));
+    await this.#dispatch();
+    await this.#armWatchdog();
+    return { ok: true, batch: toSnapshot(this.#requireState()) };
+  }
+
+  /**
+   * Ends the batch `failed` with `reason` at once: nothing more is sent. Chunks already sent may
+   * still run (their rows appear in the partial download) but are no longer counted.
+   */
+  async cancel(reason: string): Promise<BatchControlOutcome | null> {
+    const state = this.#state();
+    if (!state) return null;
+    if (hasEnded(state.status)) return { ok: false, reason: 'ended', batch: toSnapshot(state) };
+    return { ok: true, batch: await this.#transition('failed', reason) };
   }
 
   /**
@@ -148,7 +194,11 @@ export class BatchProgress extends DurableObject<Env> {
     const marked = this.ctx.storage.sql
       .exec<{ rows: number }>('UPDATE chunks SET done_at = ? WHERE chunk = ? AND done_at IS NULL RETURNING rows', now, chunk)
       .toArray()[0];
-    if (!marked) return { counted: false, batch: toSnapshot(state) };
+    if (!marked) {
+      // A redelivery: the window may still miss what an earlier, failed send of this chunk's call left out.
+      await this.#dispatch();
+      return { counted: false, batch: toSnapshot(state) };
+    }
     this.ctx.storage.sql.exec(
       'UPDATE state SET processed_lines = processed_lines + ?, chunks_done = chunks_done + 1, updated_at = ?',
       marked.rows,
@@ -161,9 +211,13 @@ export class BatchProgress extends DurableObject<Env> {
     // The state change comes before any await: another chunk's call may run at an await and
     // complete the batch, and a status read before it must not be written back after it.
     if (updated.status === 'processing') this.#feed.publish(toSnapshot(updated));
-    const batch = updated.status !== 'processing' ? this.#transition('processing', null) : Promise.resolve(toSnapshot(updated));
-    await this.#armWatchdog();
-    return { counted: true, batch: await batch };
+    // The next chunks go out beside the transition (a failure of either is the call's failure).
+    const [batch] = await Promise.all([
+      updated.status !== 'processing' ? this.#transition('processing', null) : toSnapshot(updated),
+      this.#dispatch(),
+    ]);
+    if (this.#requireState().paused === 0) await this.#armWatchdog();
+    return { counted: true, batch };
   }
 
   /** Ends the batch as failed with a reason (the first reason wins). No effect once ended; null if never initialised. */
@@ -207,29 +261,71 @@ export class BatchProgress extends DurableObject<Env> {
 
   /**
    * The stall watchdog: every bit of progress pushes the alarm back, so when it fires the batch has
-   * made none for BATCH_STALL_MINUTES. The first time, the chunks not yet done are sent again (their
-   * messages may have been lost, or never sent); the second time, the batch fails.
+   * made none for BATCH_STALL_MINUTES. The first time, the chunks sent but not recorded are sent
+   * again (their messages may have been lost) and the window is filled (or started, if the upload's
+   * start was lost); the second time, the batch fails. While paused the alarm is the pause limit
+   * instead: a batch still paused BATCH_RETENTION_DAYS after it was paused is cancelled.
    */
   override async alarm(): Promise<void> {
     const state = this.#state();
     if (!state || hasEnded(state.status)) return;
+    if (state.paused === 1) {
+      const days = this.#pauseLimitDays();
+      const limit = Date.parse(state.paused_at ?? state.updated_at) + days * 86_400_000;
+      if (Date.now() < limit) await this.ctx.storage.setAlarm(limit);
+      else await this.#transition('failed', cancelledAfterPause(days));
+      return;
+    }
     if (state.requeued === 0) {
-      this.ctx.storage.sql.exec('UPDATE state SET requeued = 1');
-      const missing = this.ctx.storage.sql
+      this.ctx.storage.sql.exec('UPDATE state SET requeued = 1, dispatching = 1');
+      const lost = this.ctx.storage.sql
         .exec<{ chunk: number; byte_offset: number; byte_length: number; first_line: number }>(
-          'SELECT chunk, byte_offset, byte_length, first_line FROM chunks WHERE done_at IS NULL ORDER BY chunk',
+          'SELECT chunk, byte_offset, byte_length, first_line FROM chunks WHERE sent_at IS NOT NULL AND done_at IS NULL ORDER BY chunk',
         )
         .toArray()
-        .map((row) => ({ index: row.chunk, offset: row.byte_offset, length: row.byte_length, firstLine: row.first_line }));
-      const messages = chunkMessages(state.batch_id, missing);
-      await sendChunkMessages(this.#lifecycle, messages);
-      console.warn(JSON.stringify({ level: 'warn', event: 'batch_stalled_requeued', batch_id: state.batch_id, chunks: messages.length }));
+        .map(toLocation);
+      await sendChunkMessages(this.#lifecycle, chunkMessages(state.batch_id, lost));
+      const sent = await this.#dispatch();
+      console.warn(JSON.stringify({ level: 'warn', event: 'batch_stalled_requeued', batch_id: state.batch_id, chunks: lost.length + sent }));
       if (state.status === 'pending') await this.#transition('queued', null);
       await this.#armWatchdog();
       return;
     }
     const minutes = this.#stallMinutes();
     await this.#transition('failed', `no progress for ${minutes} minutes, even after re-enqueueing the missing chunks`);
+  }
+
+  /**
+   * Fills the window: sends the next chunks not sent yet until BATCH_CHUNKS_IN_FLIGHT are sent and
+   * not recorded. Nothing while paused, ended or not started. The chunks are marked sent before the
+   * send (no other call can pick them meanwhile) and unmarked if it fails. Answers how many it sent.
+   */
+  async #dispatch(): Promise<number> {
+    const state = this.#requireState();
+    if (state.dispatching === 0 || state.paused === 1 || hasEnded(state.status)) return 0;
+    const sql = this.ctx.storage.sql;
+    const inFlight = sql.exec<{ n: number }>('SELECT COUNT(*) AS n FROM chunks WHERE sent_at IS NOT NULL AND done_at IS NULL').one().n;
+    const room = batchLimits(this.env).chunksInFlight - inFlight;
+    if (room <= 0) return 0;
+    const next = sql
+      .exec<{ chunk: number; byte_offset: number; byte_length: number; first_line: number }>(
+        'SELECT chunk, byte_offset, byte_length, first_line FROM chunks WHERE sent_at IS NULL AND done_at IS NULL ORDER BY chunk LIMIT ?',
+        room,
+      )
+      .toArray()
+      .map(toLocation);
+    if (next.length === 0) return 0;
+    const now = isoTimestamp(new Date());
+    const first = next[0]?.index ?? 0;
+    const last = next[next.length - 1]?.index ?? 0;
+    sql.exec('UPDATE chunks SET sent_at = ? WHERE chunk BETWEEN ? AND ? AND sent_at IS NULL AND done_at IS NULL', now, first, last);
+    try {
+      await sendChunkMessages(this.#lifecycle, chunkMessages(state.batch_id, next));
+    } catch (err) {
+      sql.exec('UPDATE chunks SET sent_at = NULL WHERE chunk BETWEEN ? AND ? AND sent_at = ? AND done_at IS NULL', first, last, now);
+      throw err;
+    }
+    return next.length;
   }
 
   async #transition(status: BatchStatus, reason: string | null): Promise<BatchSnapshot> {
@@ -263,6 +359,11 @@ export class BatchProgress extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(Date.now() + this.#stallMinutes() * 60_000);
   }
 
+  /** A batch paused this long is cancelled: its uploaded file (card numbers) is not kept longer than its results. */
+  #pauseLimitDays(): number {
+    return batchLimits(this.env).retentionDays;
+  }
+
   #stallMinutes(): number {
     const minutes = Number(this.env.BATCH_STALL_MINUTES);
     return Number.isFinite(minutes) && minutes > 0 ? minutes : 10;
@@ -287,8 +388,65 @@ function toSnapshot(state: StateRow): BatchSnapshot {
     processedLines: state.processed_lines,
     numChunks: state.num_chunks,
     chunksDone: state.chunks_done,
+    paused: state.paused === 1 && !hasEnded(state.status),
     failureReason: state.failure_reason,
     createdAt: state.created_at,
     updatedAt: state.updated_at,
   };
+}
+
+function toLocation(row: { chunk: number; byte_offset: number; byte_length: number; first_line: number }) {
+  return { index: row.chunk, offset: row.byte_offset, length: row.byte_length, firstLine: row.first_line };
+}
+
+/**
+ * The object's tables, versioned: `schema_version` holds the last step applied, and each step runs
+ * once, in order. Objects made before the versioning have the first step's tables without a version.
+ */
+const SCHEMA_STEPS: ((sql: SqlStorage) => void)[] = [
+  (sql) =>
+    sql.exec(`
+      CREATE TABLE IF NOT EXISTS state (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        batch_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        num_lines INTEGER NOT NULL,
+        processed_lines INTEGER NOT NULL DEFAULT 0,
+        num_chunks INTEGER NOT NULL,
+        chunks_done INTEGER NOT NULL DEFAULT 0,
+        requeued INTEGER NOT NULL DEFAULT 0,
+        failure_reason TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS chunks (
+        chunk INTEGER PRIMARY KEY,
+        byte_offset INTEGER NOT NULL,
+        byte_length INTEGER NOT NULL,
+        first_line INTEGER NOT NULL,
+        rows INTEGER NOT NULL,
+        done_at TEXT
+      );
+    `),
+  // Windowed dispatch and pause. A batch started before them had every chunk message sent at upload.
+  (sql) =>
+    sql.exec(`
+      ALTER TABLE state ADD COLUMN dispatching INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE state ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE state ADD COLUMN paused_at TEXT;
+      ALTER TABLE chunks ADD COLUMN sent_at TEXT;
+      UPDATE chunks SET sent_at = (SELECT created_at FROM state) WHERE EXISTS (SELECT 1 FROM state WHERE status != 'pending');
+      UPDATE state SET dispatching = 1 WHERE status != 'pending';
+    `),
+];
+
+function migrate(storage: DurableObjectStorage): void {
+  const sql = storage.sql;
+  sql.exec('CREATE TABLE IF NOT EXISTS schema_version (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), version INTEGER NOT NULL)');
+  const applied = sql.exec<{ version: number }>('SELECT version FROM schema_version').toArray()[0]?.version ?? 0;
+  if (applied >= SCHEMA_STEPS.length) return;
+  storage.transactionSync(() => {
+    for (const step of SCHEMA_STEPS.slice(applied)) step(sql);
+    sql.exec('INSERT INTO schema_version (singleton, version) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET version = excluded.version', SCHEMA_STEPS.length);
+  });
 }

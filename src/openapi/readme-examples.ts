@@ -49,7 +49,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\"}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false}",
     "page": "README",
     "section": "2. Run a batch file: upload, status, download"
   },
@@ -509,7 +509,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\"}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false}",
     "page": "docs/batch",
     "section": "A quick tour"
   },
@@ -532,6 +532,76 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "source": "curl -s -H \"Authorization: $SECRET\" \"http://localhost:8787/api/filebatch?limit=10&offset=0\"",
     "page": "docs/batch",
     "section": "A quick tour"
+  },
+  {
+    "method": "POST",
+    "path": "/api/filebatch",
+    "query": "?allow_duplicate=true",
+    "contentType": "multipart/form-data",
+    "body": null,
+    "source": "PAUSE_ID=$(curl -s -H \"Authorization: $SECRET\" -F \"file=@/tmp/pause-demo.csv\" \"http://localhost:8787/api/filebatch?allow_duplicate=true\" \\\n  | sed -E 's/.*\"id\":\"([^\"]+)\".*/\\1/')\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"bat_…\",\"file_name\":\"pause-demo.csv\",\"status\":\"pending\",…}}",
+    "page": "docs/batch",
+    "section": "Pause, resume, cancel"
+  },
+  {
+    "method": "POST",
+    "path": "/api/filebatch/$PAUSE_ID/pause",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -X POST -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$PAUSE_ID/pause\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"pause-demo.csv\",\"status\":\"…\",\"num_lines\":20000,\"processed_lines\":…,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":true}}",
+    "page": "docs/batch",
+    "section": "Pause, resume, cancel"
+  },
+  {
+    "method": "POST",
+    "path": "/api/filebatch/$PAUSE_ID/pause",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -X POST -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$PAUSE_ID/pause\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"bat_…\",…,\"paused\":true}}",
+    "page": "docs/batch",
+    "section": "Pause, resume, cancel"
+  },
+  {
+    "method": "POST",
+    "path": "/api/filebatch/$PAUSE_ID/resume",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -X POST -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$PAUSE_ID/resume\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"bat_…\",…,\"paused\":false}}",
+    "page": "docs/batch",
+    "section": "Pause, resume, cancel"
+  },
+  {
+    "method": "POST",
+    "path": "/api/filebatch/$PAUSE_ID/cancel",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -X POST -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$PAUSE_ID/cancel\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"bat_…\",…,\"status\":\"failed\",…,\"paused\":false,\"failure_reason\":\"cancelled by the merchant\"}}",
+    "page": "docs/batch",
+    "section": "Pause, resume, cancel"
+  },
+  {
+    "method": "POST",
+    "path": "/api/filebatch/$PAUSE_ID/pause",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -X POST -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$PAUSE_ID/pause\n# → 409 {\"status\":\"failed\",\"msg\":\"batch is failed: only a running batch can be paused\",\"data\":null}",
+    "page": "docs/batch",
+    "section": "Pause, resume, cancel"
+  },
+  {
+    "method": "GET",
+    "path": "/api/filebatch/$PAUSE_ID/download",
+    "query": "?partial=true",
+    "contentType": null,
+    "body": null,
+    "source": "until [ \"$(curl -s -o /tmp/pause-demo-partial.csv -w '%{http_code}' -H \"Authorization: $SECRET\" \\\n  \"http://localhost:8787/api/filebatch/$PAUSE_ID/download?partial=true\")\" = 200 ]; do sleep 1; done",
+    "page": "docs/batch",
+    "section": "Pause, resume, cancel"
   },
   {
     "method": "POST",

@@ -28,7 +28,7 @@ import { listBatches } from '../services/batches/records';
 import { openDownload } from '../services/batches/results';
 import { summarizeBatch } from '../services/batches/summary';
 import { closeConsoleSession, openConsoleSession } from '../services/console-sessions';
-import { downloadAnswer, receiveUpload, uploadAnswer } from './filebatch';
+import { controlled, downloadAnswer, receiveUpload, uploadAnswer } from './filebatch';
 
 export const consoleRoutes = new Hono<AppEnv>();
 
@@ -86,6 +86,16 @@ const signedIn = new Hono<ConsoleEnv>()
   })
   .get('/batches/:id/download', validate('param', batchIdParamSchema), async (c) =>
     downloadAnswer(c, await openDownload(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock)),
+  )
+  // The same answers as POST /api/filebatch/{id}/pause, /resume and /cancel.
+  .post('/batches/:id/pause', validate('param', batchIdParamSchema), async (c) =>
+    c.json(success(await controlled(c.env, c.get('caller').merchantId, c.req.valid('param').id, 'pause')), 200),
+  )
+  .post('/batches/:id/resume', validate('param', batchIdParamSchema), async (c) =>
+    c.json(success(await controlled(c.env, c.get('caller').merchantId, c.req.valid('param').id, 'resume')), 200),
+  )
+  .post('/batches/:id/cancel', validate('param', batchIdParamSchema), async (c) =>
+    c.json(success(await controlled(c.env, c.get('caller').merchantId, c.req.valid('param').id, 'cancel')), 200),
   );
 
 consoleRoutes.route('/', signedIn);

@@ -4,7 +4,7 @@
  */
 import { Hono, type Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { AppEnv } from '../env';
+import type { AppEnv, Env } from '../env';
 import { AppError, success } from '../errors';
 import { BodyReader, BodyTooLargeError } from '../lib/body-reader';
 import { maskCardNumbersIn } from '../lib/card-number';
@@ -16,6 +16,7 @@ import { check, validate } from '../middleware/validate';
 import { clientIpHeaderSchema } from '../schemas/client-ip';
 import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema } from '../schemas/filebatch';
 import { batchLimits } from '../services/batches/limits';
+import { controlBatch, type BatchAction } from '../services/batches/control';
 import { getBatch, listBatches } from '../services/batches/records';
 import { openPartialDownload, type PartialDownloadOutcome } from '../services/batches/partial-results';
 import { openDownload } from '../services/batches/results';
@@ -56,7 +57,28 @@ export const filebatch = new Hono<AppEnv>()
       ? await openPartialDownload(c.env, c.get('caller'), id, systemClock)
       : await openDownload(c.env, c.get('caller').merchantId, id, systemClock);
     return downloadAnswer(c, outcome);
-  });
+  })
+  .post('/:id/pause', validate('param', batchIdParamSchema), async (c) =>
+    c.json(success(await controlled(c.env, c.get('caller').merchantId, c.req.valid('param').id, 'pause')), 200),
+  )
+  .post('/:id/resume', validate('param', batchIdParamSchema), async (c) =>
+    c.json(success(await controlled(c.env, c.get('caller').merchantId, c.req.valid('param').id, 'resume')), 200),
+  )
+  .post('/:id/cancel', validate('param', batchIdParamSchema), async (c) =>
+    c.json(success(await controlled(c.env, c.get('caller').merchantId, c.req.valid('param').id, 'cancel')), 200),
+  );
+
+/** Pause, resume or cancel the merchant's batch: its record after, or the 404 / 409 that says why not. */
+export async function controlled(env: Env, merchantId: string, id: string, action: BatchAction) {
+  const outcome = await controlBatch(env, merchantId, id, action);
+  if (!outcome.ok) {
+    if (outcome.reason === 'not_found') throw new AppError('not_found', 'batch not found');
+    throw new AppError('conflict', `batch is ${outcome.status}: only a running batch can be ${ACTION_PAST[action]}`);
+  }
+  return outcome.batch;
+}
+
+const ACTION_PAST = { pause: 'paused', resume: 'resumed', cancel: 'cancelled' } as const;
 
 /**
  * Streams an upload (the raw text/csv body, or a form's part named "file") into a new batch, or

@@ -13,13 +13,19 @@ export const batchRecordSchema = z
     user_id: z.string().meta({ description: 'The owning merchant.' }),
     file_name: z.string(),
     status: z.enum(BATCH_STATUSES).meta({
-      description: '`pending` (accepted) → `queued` (every chunk sent) → `processing` → `completed` or `failed`. `unknown` is never stored.',
+      description: '`pending` (accepted) → `queued` (its first chunks sent) → `processing` → `completed` or `failed`. `unknown` is never stored. Pausing does not change it (see `paused`).',
     }),
     num_lines: z.int().min(0).meta({ description: 'Data rows in the file (header excluded).' }),
     processed_lines: z.int().min(0),
     created_at: timestampSchema,
     updated_at: timestampSchema,
-    failure_reason: z.string().optional().meta({ description: 'Only on a `failed` batch: why.' }),
+    paused: z.boolean().meta({
+      description:
+        'Paused by the merchant (POST /api/filebatch/{id}/pause): no new chunk starts until it is resumed; `status` stays as it was. Always false once the batch has ended.',
+    }),
+    failure_reason: z.string().optional().meta({
+      description: 'Only on a `failed` batch: why (`cancelled by the merchant` after POST /api/filebatch/{id}/cancel).',
+    }),
   })
   .meta({
     id: 'BatchRecord',
@@ -32,6 +38,7 @@ export const batchRecordSchema = z
       processed_lines: 5,
       created_at: '2026-11-21T05:30:00.000Z',
       updated_at: '2026-11-21T05:30:01.250Z',
+      paused: false,
     },
   });
 
@@ -66,6 +73,9 @@ export const uploadResponseSchema = successEnvelopeSchema(uploadedBatchSchema).m
     },
   },
 });
+
+/** What pause, resume and cancel answer: the envelope with the batch record after the action. */
+export const batchControlResponseSchema = successEnvelopeSchema(batchRecordSchema).meta({ id: 'BatchControlResponse' });
 
 /** The merchant's batches, newest first: the envelope plus the page it is. */
 export const batchListResponseSchema = z

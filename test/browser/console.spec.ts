@@ -220,3 +220,58 @@ test('the page is served with a strict CSP and loads nothing from another origin
   expect(requests.length).toBeGreaterThan(1);
   expect(requests.filter((url) => !url.startsWith(`${TOKENIZER_URL}/`))).toEqual([]);
 });
+
+test('pause a running batch (the bar reads Paused), resume it to the end; pause and cancel another, confirming how many rows will not run', async ({ page }) => {
+  test.setTimeout(240_000);
+  const file = execFileSync(process.execPath, [join(ROOT, 'examples/generate-batch.mjs'), '10000'], { maxBuffer: 64 * 1024 * 1024 }).toString();
+  await signIn(page);
+  // Bytes of this run's own (the 10,000-row test uploads the generator's file as it is).
+  const run = String(Date.now() % 100_000_000);
+  await uploadFile(page, 'pause-me.csv', file.replace('"ord1"', `"P${run}"`));
+  const pause = page.getByRole('button', { name: 'Pause', exact: true });
+  await pause.click();
+  const bar = page.getByRole('progressbar', { name: 'Paused' });
+  await expect(bar).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Resume', exact: true })).toBeVisible();
+  await expect(page.locator('#batch-status')).toHaveText(/\(paused\)$/);
+  // With 20 chunks and a window of 5 (BATCH_CHUNKS_IN_FLIGHT), a batch paused this early cannot reach its end.
+  const held = Number(await bar.getAttribute('aria-valuenow'));
+  expect(held).toBeLessThan(10_000);
+  for (const width of [1440, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 1400 : 1000 });
+    await page.screenshot({ path: join(SCREENSHOTS_DIR, `console-paused-${width}.png`), fullPage: true });
+  }
+
+  await page.getByRole('button', { name: 'Resume', exact: true }).click();
+  await expect(page.getByRole('progressbar', { name: 'Lines processed' })).toBeVisible();
+  await expectCompleted(page, 10_000);
+  await expect(page.getByRole('button', { name: 'Pause', exact: true })).toBeHidden();
+
+  // A second file: paused, then cancelled; the confirmation says how many rows will not run.
+  await uploadFile(page, 'wrong-file.csv', file.replace('"ord1"', `"C${run}"`));
+  await page.getByRole('button', { name: 'Pause', exact: true }).click();
+  await expect(page.getByRole('progressbar', { name: 'Paused' })).toBeVisible();
+  await page.getByRole('button', { name: 'Cancel batch' }).click();
+  const dialog = page.getByRole('alertdialog', { name: 'Cancel this batch?' });
+  await expect(dialog).toBeVisible();
+  // The count follows the bar (chunks already running when it was paused may still land).
+  await expect
+    .poll(async () => {
+      const processed = Number(await page.getByRole('progressbar').getAttribute('aria-valuenow'));
+      const text = (await dialog.textContent()) ?? '';
+      return text.includes(`${(10_000 - processed).toLocaleString('en-US')} of 10,000 rows have not run yet and will not run`);
+    })
+    .toBe(true);
+  await expect(page.getByRole('button', { name: 'Keep it running' })).toBeFocused();
+  await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-cancel-confirm-375.png'), fullPage: true });
+  await page.getByRole('button', { name: 'Yes, cancel the batch' }).click();
+  await expect(page.locator('#batch-status')).toHaveText('failed');
+  await expect(page.locator('#batch-error')).toContainText('The batch was cancelled by you');
+  await expect(page.getByRole('button', { name: 'Cancel batch' })).toBeHidden();
+  await expect(dialog).toBeHidden();
+  const history = page.getByRole('table', { name: 'History' });
+  await expect(history.getByRole('row').nth(1)).toContainText('wrong-file.csv');
+  await expect(history.getByRole('row').nth(1)).toContainText('failed');
+  await page.setViewportSize({ width: 1440, height: 1000 });
+  await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-cancelled-1440.png'), fullPage: true });
+});

@@ -1,6 +1,6 @@
 /** Helpers for batch-file tests: building CSVs, uploading them, waiting on the real queue. */
 import { env } from 'cloudflare:workers';
-import { createExecutionContext, createMessageBatch, getQueueResult, type QueueResult } from 'cloudflare:test';
+import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject, type QueueResult } from 'cloudflare:test';
 import { vi } from 'vitest';
 import worker from '../../src/index';
 import { systemClock } from '../../src/lib/time';
@@ -112,6 +112,16 @@ export async function createUnqueuedBatch(
   const outcome = await uploadBatch(env, caller, { fileName, bytes: source() }, '203.0.113.7', systemClock, { allowDuplicate: true });
   if (!outcome.ok) throw new Error(outcome.msg);
   return { id: outcome.batch.id, messages: outcome.messages };
+}
+
+/**
+ * Moves a batch made by `createUnqueuedBatch` to `queued` as its start would, without sending any
+ * chunk message: the test delivers them itself, and the real queue must stay out of the way.
+ */
+export async function markQueuedWithoutSending(batchId: string): Promise<void> {
+  await runInDurableObject(env.BATCH_PROGRESS.getByName(batchId), (_instance, state) => {
+    state.storage.sql.exec("UPDATE state SET status = 'queued' WHERE status = 'pending'");
+  });
 }
 
 let messageSeq = 0;

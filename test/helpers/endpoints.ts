@@ -6,7 +6,7 @@
 import { env } from 'cloudflare:workers';
 import { vi } from 'vitest';
 import { admin, call, createMerchant, type TestMerchant } from './api';
-import { waitForStatus } from './batch';
+import { createUnqueuedBatch, csv, waitForStatus } from './batch';
 import { createEndpoint, deliveries, receiver } from './webhooks';
 
 export type Auth = 'secret' | 'any' | 'admin' | 'none';
@@ -33,6 +33,10 @@ export interface World {
   voidableId: string;
   settledId: string;
   settlementBatchId: string;
+  /** A batch of the owner that never starts (its chunks are never sent): pause and resume answer 200 however often. */
+  runningBatchId: string;
+  /** A batch of the owner that never starts, for cancel (whose 200 ends it). */
+  batchToCancel: string;
   /** The owner's webhook endpoint (its receiver answers 204) and its delivery of the batch's event. */
   webhookId: string;
   webhookUrl: string;
@@ -229,6 +233,27 @@ export const endpoints: Endpoint[] = [
     okStatus: 201,
   },
   {
+    route: 'POST /api/filebatch/:id/pause',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.runningBatchId}/pause`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/filebatch/:id/resume',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.runningBatchId}/resume`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/filebatch/:id/cancel',
+    auth: 'secret',
+    path: (w) => `/api/filebatch/${w.batchToCancel}/cancel`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
     route: 'POST /api/webhooks',
     auth: 'secret',
     path: () => '/api/webhooks',
@@ -410,6 +435,11 @@ export async function buildWorld(): Promise<World> {
       201,
       transaction_type,
     );
+  // Never started: they stay running for as long as the tests need. No card numbers in them: their
+  // uploads stay in R2 (the card-door scan reads it), as a running batch's do.
+  const noCards = csv(['transaction_type', 'amount', 'order_id'], [['sale', '1000', 'run1'], ['sale', '1001', 'run2']]);
+  const running = await createUnqueuedBatch(owner.secretKey, noCards, 'running.csv');
+  const toCancel = await createUnqueuedBatch(owner.secretKey, noCards, 'to-cancel.csv');
 
   return {
     owner,
@@ -426,6 +456,8 @@ export async function buildWorld(): Promise<World> {
     voidableId: (await open('sale')).id,
     settledId: sale.id,
     settlementBatchId: settled[0]?.id ?? 'stl_none',
+    runningBatchId: running.id,
+    batchToCancel: toCancel.id,
     webhookId: webhook.id,
     webhookUrl: hook.url,
     deliveryId: delivery.id,

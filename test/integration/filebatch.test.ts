@@ -32,6 +32,7 @@ describe('batch file: upload → queued → processing → completed → downloa
       processed_lines: 1234,
       created_at: body.data.created_at,
       updated_at: expect.stringMatching(ISO_MS),
+      paused: false,
     });
     // Whatever polling caught, the path only moves forward through SPEC.md's states.
     const order = ['pending', 'queued', 'processing', 'completed'];

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { runBatch } from '../../examples/typed-client';
 import { createClient, type Client } from '../../src/client';
 import { createMerchant, type TestMerchant } from '../helpers/api';
-import { CARD_HEADER, csv, parseResult, QUEUE_TEST_TIMEOUT, saleRows } from '../helpers/batch';
+import { CARD_HEADER, createUnqueuedBatch, csv, parseResult, QUEUE_TEST_TIMEOUT, saleRows } from '../helpers/batch';
 import { assertDocumentedAnswer } from '../helpers/contract';
 
 let merchant: TestMerchant;
@@ -44,6 +44,20 @@ describe('the typed client', () => {
     const body = await response.json();
     // `bin` is typed from the response schema: a string when present.
     expect(body.bin).toBe('411111');
+  });
+
+  it('pauses, resumes and cancels a batch, typed: the answer is the batch record with paused', async () => {
+    const { id } = await createUnqueuedBatch(merchant.secretKey, csv(CARD_HEADER, saleRows(3)));
+    const batch = api.api.filebatch[':id'];
+    const paused = await batch.pause.$post({ param: { id } });
+    expect(paused.status).toBe(200);
+    const pausedBody = await paused.json();
+    expect(pausedBody.data.paused).toBe(true);
+    expect((await (await batch.resume.$post({ param: { id } })).json()).data.paused).toBe(false);
+    const cancelled = await (await batch.cancel.$post({ param: { id } })).json();
+    expect(cancelled.data).toMatchObject({ id, status: 'failed', failure_reason: 'cancelled by the merchant', paused: false });
+    const again = await batch.cancel.$post({ param: { id } });
+    expect(again.status).toBe(409);
   });
 
   it('sends the key on its own and surfaces refusals as the failed envelope', async () => {

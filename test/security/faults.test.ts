@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import type { ChunkMessage } from '../../src/schemas/queue';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
-import { CARD_HEADER, createUnqueuedBatch, csv, deliver, parseResult, saleRows, status } from '../helpers/batch';
+import { CARD_HEADER, createUnqueuedBatch, csv, deliver, markQueuedWithoutSending, parseResult, saleRows, status } from '../helpers/batch';
 import { clockAt, deliverChunksAt, ledger as processorLedger } from '../helpers/claims';
 import { fuzzRuns } from '../helpers/fuzz';
 import { batchShardName, failLedgerCallOnce, shardEntryList } from '../helpers/ledger';
@@ -50,7 +50,7 @@ afterEach(() => {
 async function newBatch(rows: number): Promise<{ id: string; messages: ChunkMessage[] }> {
   const batch = await createUnqueuedBatch(merchant.secretKey, csv(CARD_HEADER, saleRows(rows)));
   expect(batch.messages).toHaveLength(Math.ceil(rows / ROWS_PER_CHUNK));
-  await env.BATCH_PROGRESS.getByName(batch.id).markQueued();
+  await markQueuedWithoutSending(batch.id);
   return batch;
 }
 

@@ -11,6 +11,8 @@ let csrfToken = null;
 let historyOffset = 0;
 let stream = null;
 let watchedId = null;
+// The watched batch's last known record (what Pause/Resume and Cancel act on).
+let watched = null;
 
 function show(signedIn) {
   $('sign-in-section').hidden = signedIn;
@@ -175,6 +177,7 @@ function formatDuration(seconds) {
 function watch(batch) {
   stopWatching();
   watchedId = batch.id;
+  $('cancel-confirm').hidden = true;
   $('batch-section').hidden = false;
   $('summary').hidden = true;
   $('batch-error').textContent = '';
@@ -182,7 +185,7 @@ function watch(batch) {
   $('batch-eta').textContent = '—';
   render(batch);
   if (batch.status === 'completed') return showSummary(batch);
-  if (batch.status === 'failed') return;
+  if (batch.status === 'failed') return showFailure(batch);
   // Rate: from the first processing event seen, so queueing time does not lower it.
   let first = null;
   const source = new EventSource(`/api/filebatch/${encodeURIComponent(batch.id)}/events`);
@@ -192,7 +195,12 @@ function watch(batch) {
     if (record.id !== watchedId) return;
     render(record);
     const now = performance.now();
-    if (record.status === 'processing' || record.status === 'completed') {
+    if (record.paused) {
+      // No rate while paused; it is measured again from the resume.
+      first = null;
+      $('batch-rate').textContent = '—';
+      $('batch-eta').textContent = 'paused';
+    } else if (record.status === 'processing' || record.status === 'completed') {
       if (first === null) first = { at: now, lines: record.processed_lines };
       const elapsed = (now - first.at) / 1000;
       const done = record.processed_lines - first.lines;
@@ -208,7 +216,7 @@ function watch(batch) {
         $('batch-eta').textContent = 'done';
         showSummary(record);
       } else {
-        $('batch-error').textContent = 'The batch failed: no results can be downloaded. Upload the file again.';
+        showFailure(record);
       }
       loadHistory();
     }
@@ -221,7 +229,23 @@ function watch(batch) {
   };
 }
 
+function showFailure(record) {
+  const reason = record.failure_reason || 'unknown reason';
+  $('batch-eta').textContent = '—';
+  $('batch-error').textContent = reason.startsWith('cancelled')
+    ? `${reason === 'cancelled by the merchant' ? 'The batch was cancelled by you' : `The batch was ${reason}`}: ${(record.num_lines - record.processed_lines).toLocaleString('en-US')} rows did not run. Rows that ran stay charged; the API's partial download lists every row.`
+    : `The batch failed (${reason}): no results can be downloaded. Upload the file again.`;
+}
+
 function render(record) {
+  watched = record;
+  const running = record.status !== 'completed' && record.status !== 'failed';
+  $('batch-controls').hidden = !running;
+  if (!running) $('cancel-confirm').hidden = true;
+  else if (!$('cancel-confirm').hidden) $('cancel-confirm-text').textContent = cancelText(record);
+  $('pause-button').textContent = record.paused ? 'Resume' : 'Pause';
+  $('progress-label').textContent = record.paused ? 'Paused' : 'Lines processed';
+  $('progress').dataset.paused = record.paused ? 'true' : 'false';
   $('batch-file').textContent = `${record.file_name} (${record.id})`;
   const bar = $('progress');
   const total = record.num_lines;
@@ -231,7 +255,7 @@ function render(record) {
   bar.setAttribute('aria-valuetext', `${processed.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} lines`);
   bar.dataset.status = record.status;
   $('progress-fill').style.width = total > 0 ? `${(100 * Math.min(processed, total)) / total}%` : '0';
-  $('batch-status').textContent = record.status;
+  $('batch-status').textContent = record.paused ? `${record.status} (paused)` : record.status;
   $('batch-lines').textContent = `${processed.toLocaleString('en-US')} / ${total.toLocaleString('en-US')}`;
 }
 
@@ -266,6 +290,53 @@ function downloadPath(id) {
   return `/console/batches/${encodeURIComponent(id)}/download`;
 }
 
+// ---- pause, resume, cancel ----
+
+async function control(action) {
+  if (!watched) return;
+  const id = watched.id;
+  const result = await api('POST', `/console/batches/${encodeURIComponent(id)}/${action}`);
+  if (id !== watchedId) return;
+  if (!result.ok) {
+    $('batch-error').textContent = `The batch could not be ${action === 'cancel' ? 'cancelled' : action === 'pause' ? 'paused' : 'resumed'}: ${result.msg}`;
+    return;
+  }
+  $('batch-error').textContent = '';
+  render(result.json.data);
+  if (result.json.data.status === 'failed') {
+    stopWatching();
+    showFailure(result.json.data);
+  }
+  loadHistory();
+}
+
+$('pause-button').addEventListener('click', () => control(watched && watched.paused ? 'resume' : 'pause'));
+
+// Cancel asks first, saying how many rows will not run (chunks already running still finish); the
+// count follows the progress stream while the question is open.
+function cancelText(record) {
+  const left = record.num_lines - record.processed_lines;
+  return (
+    `${record.file_name}: ${left.toLocaleString('en-US')} of ${record.num_lines.toLocaleString('en-US')} rows have not run yet and will not run ` +
+    `(rows already being processed finish and are charged). Rows that ran stay charged. This cannot be undone.`
+  );
+}
+
+$('cancel-button').addEventListener('click', () => {
+  if (!watched) return;
+  $('cancel-confirm-text').textContent = cancelText(watched);
+  $('cancel-confirm').hidden = false;
+  $('cancel-no').focus();
+});
+$('cancel-no').addEventListener('click', () => {
+  $('cancel-confirm').hidden = true;
+  $('cancel-button').focus();
+});
+$('cancel-yes').addEventListener('click', async () => {
+  $('cancel-confirm').hidden = true;
+  await control('cancel');
+});
+
 // ---- history ----
 
 async function loadHistory() {
@@ -290,7 +361,7 @@ async function loadHistory() {
     const tr = document.createElement('tr');
     const cells = [
       [batch.file_name, 'file'],
-      [batch.status, ''],
+      [batch.paused ? `${batch.status} (paused)` : batch.status, ''],
       [`${(batch.processed_lines ?? 0).toLocaleString('en-US')} / ${batch.num_lines.toLocaleString('en-US')}`, 'num'],
       [new Date(batch.created_at).toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' }), 'num'],
     ];

@@ -83,7 +83,7 @@ export function generateBatchCsv(rows, { bins, customers, seed = 1 }) {
 }
 
 /** Vault customers the files charge (created once per merchant key; reused when the lookup scenario made them). */
-async function ensureCustomers(ctx, bins, auth = SECRET_KEY) {
+export async function ensureCustomers(ctx, bins, auth = SECRET_KEY) {
   // Other merchants' keys are new on each server, so their customers are remembered by key.
   ctx.data.batchCustomersByKey ??= {};
   const known = auth === SECRET_KEY ? ctx.data.batchCustomers : ctx.data.batchCustomersByKey[auth];
@@ -239,7 +239,7 @@ export async function runBatchFile(ctx, rows, options = {}) {
 }
 
 /** The imported BINs the files use (with a country), or a few well-known ones without an import. */
-function fileBins(ctx) {
+export function fileBins(ctx) {
   const bins = (ctx.data.bins ?? []).filter((b) => b.country).map((b) => b.bin).slice(0, 50_000);
   if (bins.length === 0) bins.push('411111', '555555', '400000');
   return bins;

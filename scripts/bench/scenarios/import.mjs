@@ -26,7 +26,7 @@ export const importScenarios = [
   {
     name: 'import',
     group: 'import',
-    needed: (groups) => groups.has('lookup') || groups.has('batch') || groups.has('contention'),
+    needed: (groups) => groups.has('lookup') || groups.has('batch') || groups.has('contention') || groups.has('fairness'),
     async run(ctx) {
       if (!existsSync(join(ctx.root, 'scripts', 'bins-import.mjs'))) throw new EndpointMissing('scripts/bins-import.mjs');
       const dataset = binDataset(ctx.root, ctx.server.dir);

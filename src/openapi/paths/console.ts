@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import { batchSummaryResponseSchema, consoleSessionResponseSchema, consoleSignedOutResponseSchema, consoleSignInSchema } from '../../schemas/console';
 import { batchIdParamSchema, consoleUploadQuerySchema, listQuerySchema, uploadHeaderSchema } from '../../schemas/filebatch';
-import { batchListResponseSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
+import { batchControlResponseSchema, batchListResponseSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
+import { BATCH_CONTROLS } from './filebatch';
 import { errors, json, ok, type Registry } from './common';
 
 const tags = ['Console'];
@@ -117,4 +118,20 @@ export function registerConsole(registry: Registry): void {
       ...errors([400, 401, 404, 409, 410], { 409: 'The batch is not completed.', 410: 'Results expired.' }),
     },
   });
+  for (const [action, doc] of Object.entries(BATCH_CONTROLS)) {
+    registry.registerPath({
+      method: 'post',
+      path: `/console/batches/{id}/${action}`,
+      operationId: `console${doc.operationId[0]?.toUpperCase()}${doc.operationId.slice(1)}`,
+      tags,
+      summary: `${doc.summary} (as POST /api/filebatch/{id}/${action})`,
+      description: 'No request body: one is ignored.',
+      security: SESSION,
+      request: { params: batchIdParamSchema, headers: CSRF.headers },
+      responses: {
+        200: ok('The batch record after the action.', batchControlResponseSchema),
+        ...errors([400, 401, 403, 404, 409], { ...FORBIDDEN, 409: 'The batch has ended: `msg` names its status.' }),
+      },
+    });
+  }
 }

@@ -1,5 +1,5 @@
 import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema } from '../../schemas/filebatch';
-import { batchListResponseSchema, batchRecordSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
+import { batchControlResponseSchema, batchListResponseSchema, batchRecordSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { errors, ok, SECRET_KEY, type Registry } from './common';
 
@@ -16,6 +16,35 @@ const CSV_LAYOUT = 'The batch CSV: a header row, every field double-quoted, `\\n
  * media type names what the bytes are.
  */
 const csvFile = { type: 'string' as const, format: 'binary', contentMediaType: 'text/csv', description: CSV_LAYOUT };
+
+/** Pause, resume and cancel: what each does, shared with the console's copies of them (paths/console.ts). */
+export const BATCH_CONTROLS = {
+  pause: {
+    operationId: 'pauseBatch',
+    summary: 'Pause a running batch: no new chunk starts; chunks already running finish',
+    description:
+      'The batch keeps its `status` and shows `paused: true`; `processed_lines` stops moving once the chunks already running ' +
+      '(at most BATCH_CHUNKS_IN_FLIGHT of 500 rows) are recorded. Pausing a paused batch changes nothing (200). ' +
+      'A paused batch is not stalled; one left paused for BATCH_RETENTION_DAYS (10) days is cancelled ' +
+      '(`failed`, "cancelled: paused for 10 days without being resumed").',
+  },
+  resume: {
+    operationId: 'resumeBatch',
+    summary: 'Resume a paused batch: its chunks are sent again from where it stopped',
+    description: 'Resuming a batch that is not paused changes nothing (200).',
+  },
+  cancel: {
+    operationId: 'cancelBatch',
+    summary: 'Cancel a running (or paused) batch: it ends `failed`, "cancelled by the merchant"',
+    description:
+      'No new chunk starts; the batch ends at once with `failure_reason` "cancelled by the merchant", and `batch.failed` is sent to ' +
+      'webhook endpoints. Chunks already running (at most BATCH_CHUNKS_IN_FLIGHT) finish: their rows are charged and reported, ' +
+      'but no longer counted in `processed_lines`. `GET …/download?partial=true` answers one line per row: the rows that ran ' +
+      'with their results, every other row "not processed: the batch was cancelled; nothing was charged".',
+  },
+} as const;
+
+const noBody = 'No request body: one is ignored.';
 
 export function registerFilebatch(registry: Registry): void {
   registry.registerPath({
@@ -91,6 +120,7 @@ export function registerFilebatch(registry: Registry): void {
     description:
       'With `partial=true` a failed batch streams one line per data row in file order: the rows that ran with their results, ' +
       'every other row as `response` `error` with "not processed: the batch failed before this row ran; nothing was charged" ' +
+      '(for a cancelled batch: "not processed: the batch was cancelled; nothing was charged") ' +
       '(file name `…-partial-results.csv`). Rows are always recorded before they are charged, so nothing charged is left out.',
     security: SECRET_KEY,
     request: { params: batchIdParamSchema, query: downloadQuerySchema },
@@ -109,4 +139,22 @@ export function registerFilebatch(registry: Registry): void {
       }),
     },
   });
+  for (const [action, doc] of Object.entries(BATCH_CONTROLS)) {
+    registry.registerPath({
+      method: 'post',
+      path: `/api/filebatch/{id}/${action}`,
+      operationId: doc.operationId,
+      tags,
+      summary: doc.summary,
+      description: `${doc.description} ${noBody}`,
+      security: SECRET_KEY,
+      request: { params: batchIdParamSchema },
+      responses: {
+        200: ok('The success envelope with the batch record after the action.', batchControlResponseSchema),
+        ...errors([400, 401, 404, 409], {
+          409: 'The batch has ended: `msg` names its status (`batch is completed: only a running batch can be paused`).',
+        }),
+      },
+    });
+  }
 }

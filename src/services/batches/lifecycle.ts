@@ -3,8 +3,9 @@
  * the state machine and the counters; everything a transition does elsewhere happens here:
  *
  *   createBatch        D1 row, then the object (status `pending`)
- *   startBatch         every chunk message sent, then the object moves to `queued`
- *   sendChunkMessages  the only sender to BATCH_QUEUE (start, and the stall watchdog's re-send)
+ *   startBatch         the object starts sending its chunk messages (a window at a time) → `queued`
+ *   sendChunkMessages  the only sender to BATCH_QUEUE, called by the object: its window as it
+ *                      moves, and the stall watchdog's re-send
  *   batchTransitioned  called by the object after each transition it commits: the D1 mirror and,
  *                      once the batch has ended, the uploaded file deleted (it holds card numbers)
  *                      and the batch event published to the merchant's webhook endpoints
@@ -62,10 +63,9 @@ export async function sendChunkMessages(deps: LifecycleDeps, messages: readonly 
   }
 }
 
-/** Sends the batch's chunk messages, then moves it to `queued`. */
-export async function startBatch(deps: LifecycleDeps, batchId: string, messages: readonly ChunkMessage[]): Promise<void> {
-  await sendChunkMessages(deps, messages);
-  await deps.progress.getByName(batchId).markQueued();
+/** The batch's object sends its first window of chunk messages and moves to `queued`. */
+export async function startBatch(deps: LifecycleDeps, batchId: string): Promise<void> {
+  await deps.progress.getByName(batchId).start();
 }
 
 export async function batchTransitioned(deps: LifecycleDeps, batch: BatchSnapshot): Promise<void> {

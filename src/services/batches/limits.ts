@@ -6,6 +6,8 @@ export interface BatchLimits {
   maxBytes: number;
   maxRows: number;
   retentionDays: number;
+  /** Chunk messages of one batch in the queue or being processed at once (windowed dispatch). */
+  chunksInFlight: number;
 }
 
 function positiveInt(value: string | undefined, fallback: number): number {
@@ -19,6 +21,7 @@ export function batchLimits(env: Env): BatchLimits {
     maxBytes: positiveInt(env.BATCH_MAX_BYTES, 100 * 1024 * 1024),
     maxRows: positiveInt(env.BATCH_MAX_ROWS, 500_000),
     retentionDays: positiveInt(env.BATCH_RETENTION_DAYS, 10),
+    chunksInFlight: positiveInt(env.BATCH_CHUNKS_IN_FLIGHT, 5),
   };
 }
 

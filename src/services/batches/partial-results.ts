@@ -9,6 +9,9 @@
  *   other row gets a line with `response` `error` saying it was not processed. The uploaded file is
  *   not needed: it was deleted when the batch failed.
  *
+ * A batch the merchant cancelled (or left paused too long) says so: its rows that never ran read
+ * "not processed: the batch was cancelled; nothing was charged".
+ *
  * A row without a record was never charged, because a row is claimed (recorded) before it is
  * charged; claims the failed chunk left open are settled with the processor first. While some
  * are too fresh to settle (their holder may still be running), the download answers "retry later".
@@ -23,7 +26,10 @@ import { Ledger } from '../transactions/ledger';
 import { notProcessedRecord } from '../transactions/records';
 import { resultLine, rowIdempotencyKey } from './chunks';
 import { batchState, openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
-import type { ChunkLines } from './state';
+import { wasCancelled, type ChunkLines } from './state';
+
+/** What a row of a cancelled batch that never ran says (a batch that failed says it failed). */
+export const CANCELLED_NOT_PROCESSED_TEXT = 'not processed: the batch was cancelled; nothing was charged';
 
 export type PartialDownloadOutcome =
   /** A completed batch: its whole results, as without `partial`. */
@@ -77,11 +83,16 @@ async function unfinishedChunkLines(env: Env, caller: Caller, batch: BatchRow, c
   const context = { source: 'batch' as const, ipAddress: null, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: chunk.firstLine };
   const found = await new Ledger(env, caller.merchantId, context, new Date()).find(keys);
   const records = new Map([...found].map(([key, stored]) => [key, stored.record]));
+  const cancelled = wasCancelled(batch.failure_reason);
   let lines = '';
   for (const key of keys) {
-    const record =
-      records.get(key) ?? notProcessedRecord({ idempotencyKey: key, ipAddress: batch.ip_address, userName: caller.merchantName });
+    const record = records.get(key) ?? notProcessed(key);
     lines += resultLine({ ok: true, record, replayed: true }, key);
   }
   return lines;
+
+  function notProcessed(key: string) {
+    const record = notProcessedRecord({ idempotencyKey: key, ipAddress: batch.ip_address, userName: caller.merchantName });
+    return cancelled ? { ...record, processor_response_text: CANCELLED_NOT_PROCESSED_TEXT } : record;
+  }
 }

@@ -22,6 +22,8 @@ export function toRecord(row: BatchRow, live: BatchSnapshot | null): BatchRecord
     processed_lines: live?.processedLines ?? row.processed_lines,
     created_at: row.created_at,
     updated_at: live?.updatedAt ?? row.updated_at,
+    // Only the object knows; an ended batch (answered from D1 alone) is never paused.
+    paused: live?.paused ?? false,
   };
   const reason = live?.failureReason ?? row.failure_reason;
   if (status === 'failed' && reason) record.failure_reason = reason;

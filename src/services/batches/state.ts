@@ -14,6 +14,8 @@ export interface BatchSnapshot {
   processedLines: number;
   numChunks: number;
   chunksDone: number;
+  /** Paused by the merchant: no chunk is sent until resumed. Always false once the batch has ended. */
+  paused: boolean;
   failureReason: string | null;
   createdAt: string;
   updatedAt: string;
@@ -44,3 +46,19 @@ export const ENDED_STATUSES: ReadonlySet<BatchStatus> = new Set(['completed', 'f
 export function hasEnded(status: BatchStatus): boolean {
   return ENDED_STATUSES.has(status);
 }
+
+/** The failure reason of a batch the merchant cancelled (POST /api/filebatch/{id}/cancel). */
+export const CANCELLED_BY_MERCHANT = 'cancelled by the merchant';
+
+/** The failure reason of a batch left paused for `days` days: it is cancelled (docs/batch.md, "Pause, resume, cancel"). */
+export function cancelledAfterPause(days: number): string {
+  return `cancelled: paused for ${days} days without being resumed`;
+}
+
+/** Whether a failed batch was cancelled (by the merchant, or after a long pause) rather than failing. */
+export function wasCancelled(failureReason: string | null): boolean {
+  return failureReason !== null && failureReason.startsWith('cancelled');
+}
+
+/** What pause, resume and cancel answer: the batch, or that it has ended (then nothing changed). */
+export type BatchControlOutcome = { ok: true; batch: BatchSnapshot } | { ok: false; reason: 'ended'; batch: BatchSnapshot };

@@ -6,7 +6,7 @@
  *   id: processing:1500
  *   data: {"id":"bat_…","user_id":"…","file_name":"…","status":"processing","num_lines":10000,"processed_lines":1500,…}
  *
- * One event per change of `status` or `processed_lines` (at most 4 a second; in between, only the
+ * One event per change of `status`, `processed_lines` or `paused` (at most 4 a second; in between, only the
  * latest state is sent), each carrying the batch record exactly as GET /api/filebatch/{id}
  * answers it; the stream ends after `completed` or `failed`. The states come from the batch's
  * Durable Object as it changes them (BatchProgress.watch), not from polling D1.
@@ -31,8 +31,8 @@ export type BatchStreamOutcome = { ok: true; body: ReadableStream<Uint8Array> } 
 
 const encoder = new TextEncoder();
 
-function eventId(snapshot: Pick<BatchSnapshot, 'status' | 'processedLines'>): string {
-  return `${snapshot.status}:${snapshot.processedLines}`;
+function eventId(snapshot: Pick<BatchSnapshot, 'status' | 'processedLines' | 'paused'>): string {
+  return `${snapshot.status}:${snapshot.processedLines}${snapshot.paused ? ':paused' : ''}`;
 }
 
 export async function openBatchStream(

@@ -106,7 +106,8 @@ function keyedRepeat(earlier: BatchRow, fingerprint: string): Extract<UploadOutc
 /**
  * Streams the file into R2 while checking its structure. On any problem the R2 upload is aborted
  * and nothing is kept. On success the batch exists (D1 row + Durable Object, status `pending`)
- * and `messages` are its chunk messages, not sent yet (`acceptUpload` sends them).
+ * and `messages` are its chunk messages, not sent (`acceptUpload` starts the batch, whose object
+ * then sends them a window at a time; tests deliver them themselves).
  */
 export async function uploadBatch(
   env: Env,
@@ -205,9 +206,9 @@ export async function uploadBatch(
 }
 
 /**
- * POST /api/filebatch as one step: the file is stored and checked (`uploadBatch`), and its chunk
- * messages are handed to `schedule` (the request's waitUntil), so they go out after the answer.
- * The stall watchdog re-sends them if that work is lost.
+ * POST /api/filebatch as one step: the file is stored and checked (`uploadBatch`), and the batch's
+ * start is handed to `schedule` (the request's waitUntil), so its first chunk messages go out after
+ * the answer. The stall watchdog starts it if that work is lost.
  */
 export async function acceptUpload(
   env: Env,
@@ -220,7 +221,7 @@ export async function acceptUpload(
 ): Promise<Exclude<UploadOutcome, { ok: true }> | { ok: true; batch: UploadedBatch; replayed: boolean }> {
   const outcome = await uploadBatch(env, caller, source, ipAddress, clock, options);
   if (!outcome.ok) return outcome;
-  if (!outcome.replayed) schedule(startBatch(lifecycleDeps(env), outcome.batch.id, outcome.messages));
+  if (!outcome.replayed) schedule(startBatch(lifecycleDeps(env), outcome.batch.id));
   return { ok: true, batch: outcome.batch, replayed: outcome.replayed };
 }
 
