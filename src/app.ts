@@ -8,6 +8,7 @@ import { redactUrlPart } from './lib/redact';
 import { requireAdmin } from './middleware/auth';
 import { requestLog } from './middleware/request-log';
 import { admin } from './routes/admin';
+import { settlement } from './routes/settlement';
 import { docs } from './routes/docs';
 import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
@@ -65,6 +66,7 @@ const api = app
   .route('/api/tokenizer', tokenizer)
   .route('/api/vault', vault)
   .route('/api/transaction', transaction)
+  .route('/api/settlement', settlement)
   .route('/api/filebatch', batchEvents)
   .route('/api/filebatch', filebatch)
   .route('/api/webhooks', webhooks);

@@ -5,6 +5,7 @@
  *
  *   const api = createClient('https://binbatch.example.workers.dev', { apiKey: process.env.SECRET });
  *   const answer = await api.api.lookup.bin.protected.$post({ json: { bin: '411111' } });
+ *   await api.api.transaction[':id'].capture.$post({ param: { id }, header: { 'idempotency-key': 'cap-1' }, json: { amount: 600 } });
  */
 import { hc } from 'hono/client';
 import type { AppType } from './app';

@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'payment_declined'
   | 'gone'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -47,6 +48,8 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
       return 405;
     case 'conflict':
       return 409;
+    case 'payment_declined':
+      return 402;
     case 'gone':
       return 410;
     case 'payload_too_large':
@@ -75,6 +78,7 @@ const HTTP_CODES: Partial<Record<number, ErrorCode>> = {
   403: 'forbidden',
   404: 'not_found',
   405: 'method_not_allowed',
+  402: 'payment_declined',
   409: 'conflict',
   410: 'gone',
   413: 'payload_too_large',

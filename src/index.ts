@@ -11,6 +11,7 @@ import { runMaintenance } from './services/maintenance';
 
 export { BatchProgress } from './durable-objects/batch-progress';
 export { LedgerShard } from './durable-objects/ledger-shard';
+export { MerchantSettlement } from './durable-objects/merchant-settlement';
 export { SandboxAcquirer } from './durable-objects/sandbox-acquirer';
 
 export default {

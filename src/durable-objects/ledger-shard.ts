@@ -45,7 +45,34 @@ import {
   type ShardFailure,
   type ShardQuery,
   type StoredTransaction,
+  allStates,
+  answerOperation,
+  deleteOperation,
+  findOperation,
+  holdsUnsettled,
+  insertOperation,
+  markPageSettled,
+  operationsOf,
+  pageRowsSettledOn,
+  readStates,
+  statesSettledOn,
+  unsettledPageRows,
+  unsettledStates,
+  upgradeShardTables,
+  readIndexing,
+  writeIndexing,
+  writeState,
+  type OperationBegin,
+  type OperationCompletion,
+  type OperationRequest,
+  type SettleAnswer,
+  type SettledEntry,
+  type SettleRequest,
+  type StateRow,
 } from '../storage/ledger-shard';
+import type { TransactionRecord } from '../schemas/transaction-columns';
+import { applyOperation, checkOperation, presentRecord, settle } from '../services/transactions/lifecycle-rules';
+import { settlementObjectName } from '../services/settlement/index-registry';
 
 interface OpenClaim {
   claimId: number;
@@ -90,13 +117,26 @@ export class LedgerShard extends DurableObject<Env> {
 
   /** Creates the tables and arms the retention alarm on the first write; later calls keep the first identity. */
   async #ensure(shard: ShardIdentity): Promise<void> {
+    this.#upgrade();
     if (readMeta(this.ctx.storage.sql)) return;
     const meta = initialiseShard(this.ctx.storage.sql, shard);
     await this.ctx.storage.setAlarm(Date.parse(meta.hashesClearAt ?? meta.archiveAt));
   }
 
-  /** The records and open claims under `query.keys` (claims have record status `processing`). */
+  /**
+   * A shard made by an older version gets the tables it lacks before anything reads them (checked on
+   * every call: two one-row reads, and no state in memory that could disagree with SQLite).
+   */
+  #upgrade(): void {
+    upgradeShardTables(this.ctx.storage.sql);
+  }
+
+  /**
+   * The records and open claims under `query.keys` (claims have record status `processing`), and the
+   * records with `query.ids`; as processed, or with `query.current` as they are now.
+   */
   async find(shard: ShardIdentity, query: ShardQuery): Promise<StoredTransaction[]> {
+    this.#upgrade();
     const claims = this.#open(shard.merchantId);
     const wanted = new Set(query.keys ?? []);
     const ids = new Set(query.ids ?? []);
@@ -104,14 +144,235 @@ export class LedgerShard extends DurableObject<Env> {
     for (const row of readPageRows(this.ctx.storage.sql, query)) {
       for (const packed of await decodePage(row)) {
         const stored = unpackRecord(shard.merchantId, packed);
-        if (wanted.has(keyOf(stored)) || ids.has(String(stored.record.id))) found.set(keyOf(stored), stored);
+        if (wanted.has(keyOf(stored)) || ids.has(String(stored.record.id))) {
+          found.set(keyOf(stored), query.current ? { ...stored, record: presentRecord(stored.record, pageSettlement(row), query.current.expiredBefore), amountRefunded: 0 } : stored);
+        }
       }
     }
     for (const key of wanted) {
       const claim = claims.get(key);
       if (claim && !found.has(key)) found.set(key, claim.stored);
     }
-    return [...found.values()];
+    if (!query.current) return [...found.values()];
+    // Changed since processed (or a refund, which only `states` holds): the current record wins.
+    const states = readStates(this.ctx.storage.sql, shard.merchantId, [...ids, ...[...found.values()].map((s) => String(s.record.id))]);
+    const answer = [...found.values()].filter((stored) => !states.has(String(stored.record.id)));
+    for (const state of states.values()) answer.push(currentOf(state, query.current.expiredBefore));
+    return answer;
+  }
+
+  /**
+   * Makes sure the merchant's settlement index lists this shard before money awaiting settlement is
+   * written here: one call to the settlement object per stretch of such money (the first write after
+   * the shard was last emptied by a settlement run), not one per write.
+   */
+  async #indexed(shard: ShardIdentity, now: string): Promise<void> {
+    const sql = this.ctx.storage.sql;
+    const before = readIndexing(sql);
+    if (before.indexed) return;
+    const generation = before.generation + 1;
+    const settlement = this.env.MERCHANT_SETTLEMENT.getByName(settlementObjectName(shard.merchantId));
+    await settlement.register(shard.merchantId, shard, generation, now);
+    // Another call may have registered meanwhile: keep the later generation.
+    const after = readIndexing(sql);
+    writeIndexing(sql, true, Math.max(after.generation, generation));
+  }
+
+  /** The current record of one transaction (its state row, or its page's record as settled or expired). */
+  async #current(shard: ShardIdentity, id: string, query: ShardQuery, expiredBefore: string): Promise<StateRow | null> {
+    const state = readStates(this.ctx.storage.sql, shard.merchantId, [id]).get(id);
+    if (state) return { ...state, stored: currentOf(state, expiredBefore) };
+    for (const row of readPageRows(this.ctx.storage.sql, { exact: query.exact, floor: query.floor })) {
+      for (const packed of await decodePage(row)) {
+        const stored = unpackRecord(shard.merchantId, packed);
+        if (String(stored.record.id) !== id) continue;
+        const settlement = pageSettlement(row);
+        return {
+          stored: { ...stored, record: presentRecord(stored.record, settlement, expiredBefore) },
+          original: true,
+          amountRefunded: 0,
+          unsettled: stored.record.status === 'pending_settlement' && !settlement.settledOn,
+          capturedAt: stored.record.captured_at === null ? null : String(stored.record.captured_at),
+          settledOn: stored.record.status === 'pending_settlement' ? settlement.settledOn : null,
+        };
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Claims a capture, void or refund of one transaction (docs/transactions.md, "Lifecycle"): in one
+   * synchronous step, the key's earlier answer, or the transaction's status and amount checked and
+   * the operation recorded as claimed, before its processor is asked. One operation at a time per
+   * transaction: another one finds it claimed and is told to ask again.
+   */
+  async beginOperation(shard: ShardIdentity, request: OperationRequest): Promise<OperationBegin | ShardFailure> {
+    return answerOrFailure(async () => {
+      await this.#ensure(shard);
+      // Reading a page may await (gzip): done first; the checks and the claim below do not await.
+      const current = await this.#current(shard, request.transactionId, request.query, request.expiredBefore);
+      const sql = this.ctx.storage.sql;
+      const earlier = findOperation(sql, request.key);
+      if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
+      const state = readStates(sql, shard.merchantId, [request.transactionId]).get(request.transactionId);
+      const now = state ? { ...state, stored: currentOf(state, request.expiredBefore) } : current;
+      if (!now || now.stored.record.status === 'processing') return { outcome: 'not_found' } satisfies OperationBegin;
+      const pending = operationsOf(sql, request.transactionId).find((op) => op.answer === null);
+      if (pending) {
+        return pending.createdAt < request.staleBefore
+          ? ({ outcome: 'abandoned', operation: pending, record: now.stored.record } satisfies OperationBegin)
+          : ({ outcome: 'in_progress', since: pending.createdAt } satisfies OperationBegin);
+      }
+      const check = checkOperation(request.kind, now.stored.record, now.amountRefunded, request.amount);
+      if (!check.ok) return { outcome: 'refused', reason: check.reason, message: check.message } satisfies OperationBegin;
+      const refunds = request.kind === 'refund' ? operationsOf(sql, request.transactionId).filter((op) => op.kind === 'refund').length : 0;
+      const operation = {
+        key: request.key,
+        transactionId: request.transactionId,
+        kind: request.kind,
+        requestHash: request.requestHash,
+        amount: check.amount,
+        refundId: request.kind === 'refund' ? refundTransactionId(request.transactionId, refunds + 1) : null,
+        createdAt: request.now,
+        answer: null,
+      };
+      insertOperation(sql, operation);
+      return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
+    });
+  }
+
+  /**
+   * Applies a claimed operation's processor answer: the transaction's new state, the refund it made,
+   * and the answer kept under the key; answers that answer (JSON). An operation answered already
+   * keeps its first answer.
+   */
+  async completeOperation(shard: ShardIdentity, completion: OperationCompletion): Promise<{ answer: string } | ShardFailure> {
+    return answerOrFailure(async () => {
+      this.#upgrade();
+      const sql = this.ctx.storage.sql;
+      const claimed = findOperation(sql, completion.key);
+      if (!claimed) throw new Error('no such operation was claimed');
+      if (claimed.answer !== null) return { answer: claimed.answer };
+      const base = await this.#current(shard, claimed.transactionId, completion.query, completion.expiredBefore);
+      const again = findOperation(sql, completion.key);
+      if (again?.answer != null) return { answer: again.answer };
+      const state = readStates(sql, shard.merchantId, [claimed.transactionId]).get(claimed.transactionId);
+      const now = state ? { ...state, stored: currentOf(state, completion.expiredBefore) } : base;
+      if (!now) throw new Error('the transaction of a claimed operation is gone');
+      const applied = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
+        now: completion.now,
+        refundId: claimed.refundId,
+        idempotencyKey: completion.idempotencyKey,
+        ipAddress: completion.ipAddress,
+      });
+      const approved = completion.result.response === 'approved';
+      if (approved && claimed.kind !== 'void') {
+        await this.#indexed(shard, completion.now);
+        // Registering awaited: another call may have answered this operation meanwhile.
+        const answeredMeanwhile = findOperation(sql, completion.key);
+        if (answeredMeanwhile?.answer != null) return { answer: answeredMeanwhile.answer };
+      }
+      const answer = JSON.stringify(
+        claimed.kind === 'refund' || approved
+          ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
+          : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` },
+      );
+      this.ctx.storage.transactionSync(() => {
+        if (approved) {
+          writeState(
+            sql,
+            {
+              stored: { ...now.stored, record: applied.original },
+              original: true,
+              amountRefunded: applied.amountRefunded,
+              unsettled: applied.unsettled,
+              capturedAt: applied.original.captured_at === null ? null : String(applied.original.captured_at),
+              settledOn: now.settledOn,
+            },
+            completion.now,
+          );
+        }
+        if (applied.refund) {
+          writeState(
+            sql,
+            {
+              stored: { ...now.stored, record: applied.refund, requestHash: '', batchId: null, line: null },
+              original: false,
+              amountRefunded: 0,
+              unsettled: approved,
+              capturedAt: approved ? completion.now : null,
+              settledOn: null,
+            },
+            completion.now,
+          );
+        }
+        answerOperation(sql, completion.key, answer);
+      });
+      return { answer };
+    });
+  }
+
+  /** Drops a claimed operation its processor never received (the key may be sent again). */
+  async releaseOperation(shard: ShardIdentity, key: string): Promise<true | ShardFailure> {
+    return answerOrFailure(async () => {
+      this.#upgrade();
+      if (readMeta(this.ctx.storage.sql)) deleteOperation(this.ctx.storage.sql, key);
+      return true as const;
+    });
+  }
+
+  /**
+   * Settles the shard's money captured before `request.before` into the day's settlement batches
+   * (one per processor): page rows whole, changed transactions one by one. Answers every transaction
+   * settled on that day, by this run or an earlier one, so a run repeated after a crash reports the
+   * same batch; and whether money is still waiting (captured after the cutoff).
+   */
+  async settle(shard: ShardIdentity, request: SettleRequest): Promise<SettleAnswer | ShardFailure> {
+    return answerOrFailure(async () => {
+      this.#upgrade();
+      const sql = this.ctx.storage.sql;
+      if (!readMeta(sql)) return { entries: [], holdsUnsettled: false, generation: 0 };
+      // A page row is settled whole (its records are read when answered, below); no await before the write.
+      this.ctx.storage.transactionSync(() => {
+        const rows = unsettledPageRows(sql, request.before);
+        for (const row of rows) markPageSettled(sql, row, request.batchDate, request.settledAt);
+        for (const state of unsettledStates(sql, shard.merchantId, request.before)) {
+          writeState(
+            sql,
+            { ...state, stored: { ...state.stored, record: settle(state.stored.record, request.batchDate, request.settledAt) }, unsettled: false, settledOn: request.batchDate },
+            request.settledAt,
+          );
+        }
+      });
+      const entries: SettledEntry[] = [];
+      const changed = new Set(statesSettledOn(sql, shard.merchantId, request.batchDate).map((state) => String(state.stored.record.id)));
+      for (const row of pageRowsSettledOn(sql, request.batchDate)) {
+        const packedRecords = await decodePage(row);
+        const ids = packedRecords.map((packed) => String(unpackRecord(shard.merchantId, packed).record.id));
+        // A transaction changed since (voided, or settled on its own) is counted from its state.
+        const states = readStates(sql, shard.merchantId, ids);
+        for (const packed of packedRecords) {
+          const { record } = unpackRecord(shard.merchantId, packed);
+          if (record.status !== 'pending_settlement' || states.has(String(record.id))) continue;
+          entries.push(entryOf(record));
+        }
+      }
+      for (const state of statesSettledOn(sql, shard.merchantId, request.batchDate)) {
+        if (changed.has(String(state.stored.record.id)) && Number(state.stored.record.amount_settled) > 0 && state.stored.record.settlement_batch_id !== null) {
+          entries.push(entryOf(state.stored.record));
+        }
+      }
+      // Nothing left to settle: the shard counts itself out of the index (as of its generation) in
+      // the same step, so money written later registers again under a newer generation.
+      let holds = true;
+      let generation = 0;
+      this.ctx.storage.transactionSync(() => {
+        holds = holdsUnsettled(sql);
+        generation = readIndexing(sql).generation;
+        if (!holds) writeIndexing(sql, false, generation);
+      });
+      return { entries, holdsUnsettled: holds, generation };
+    });
   }
 
   /**
@@ -163,6 +424,11 @@ export class LedgerShard extends DurableObject<Env> {
   async #complete(shard: ShardIdentity, answers: readonly ClaimAnswer[]): Promise<string[]> {
     // Once the shard has dropped its hashes, a late record keeps none either.
     const keepHashes = readMeta(this.ctx.storage.sql)?.hashesClearAt != null;
+    if (answers.some(({ answer }) => answer.status === 'pending_settlement')) {
+      // The claims' time is the engine's clock (tests inject theirs): the alarm is armed from it.
+      const claimedAt = answers.map(({ key }) => this.#claims?.get(key)?.stored.record.created_at).find((at) => typeof at === 'string');
+      await this.#indexed(shard, typeof claimedAt === 'string' ? claimedAt : new Date().toISOString());
+    }
     for (;;) {
       // Each answer completes its claim's own record (the call carries only the answer's columns).
       const claims = this.#open(shard.merchantId);
@@ -179,7 +445,14 @@ export class LedgerShard extends DurableObject<Env> {
           const pieces = pagePieces(list);
           const compress = shard.name.includes('/batch/');
           const rows = await Promise.all(
-            pieces.map(async (piece) => ({ keys: piece.keys, format: compress ? ('gzip' as const) : ('json' as const), records: compress ? await gzipText(piece.json) : piece.json })),
+            pieces.map(async (piece) => ({
+              keys: piece.keys,
+              format: compress ? ('gzip' as const) : ('json' as const),
+              records: compress ? await gzipText(piece.json) : piece.json,
+              // A claim's records share their time; money waiting for settlement marks the row for the next run.
+              at: list[0] ? String(list[0].record.created_at) : null,
+              unsettled: list.some((stored) => stored.record.status === 'pending_settlement'),
+            })),
           );
           return { claimId, list, page: row?.page ?? null, rows };
         }),
@@ -276,6 +549,7 @@ export class LedgerShard extends DurableObject<Env> {
     const key = ledgerArchiveKey(meta.name);
     let after: { page: string; seq: number } | null = null;
     let claimsSent = false;
+    let statesSent = false;
     const sql = this.ctx.storage.sql;
     outcome.lines = await writeArchive(this.env.FILES, key, async () => {
       if (!claimsSent) {
@@ -287,7 +561,12 @@ export class LedgerShard extends DurableObject<Env> {
       }
       const rows = pageBatch(sql, after, ARCHIVE_PAGES_PER_READ);
       const last = rows.at(-1);
-      if (!last) return null;
+      if (!last) {
+        if (statesSent) return null;
+        statesSent = true;
+        // Transactions changed since processed, and refunds: their current records, after the pages (a later line wins).
+        return allStates(sql, merchantId).map((state) => archiveLine(merchantId, packRecord(state.stored)));
+      }
       after = { page: last.page, seq: last.seq };
       const lines: string[] = [];
       for (const row of rows) for (const packed of await decodePage(row)) lines.push(archiveLine(merchantId, packed));
@@ -303,6 +582,28 @@ export class LedgerShard extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     await this.runRetention(new Date().toISOString());
   }
+}
+
+function pageSettlement(row: PageRow): { settledOn: string | null; settledAt: string | null } {
+  return { settledOn: row.settled_on ?? null, settledAt: row.settled_at ?? null };
+}
+
+/** A state row's record as it is now (an authorization may have expired since it was written). */
+function currentOf(state: StateRow, expiredBefore: string): StoredTransaction {
+  return { ...state.stored, record: presentRecord(state.stored.record, null, expiredBefore), amountRefunded: state.amountRefunded };
+}
+
+/** A refund's id: the original's (so it names the same shard) and its number among the original's refunds. */
+export function refundTransactionId(originalId: string, n: number): string {
+  return `txn_r${originalId.slice(4)}x${n}`;
+}
+
+function view(record: TransactionRecord | null, amountRefunded: number): Record<string, unknown> {
+  return { ...record, amount_refunded: amountRefunded };
+}
+
+function entryOf(record: TransactionRecord): SettledEntry {
+  return { id: String(record.id), type: String(record.type), processor_id: String(record.processor_id), amount: Number(record.amount_settled || record.amount_captured) };
 }
 
 /** A page row's records, decompressed if need be. */

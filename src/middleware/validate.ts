@@ -101,3 +101,25 @@ export function validate<Target extends keyof ValidationTargets, Schema extends 
 export function check<Target extends keyof ValidationTargets>(target: Target, schema: z.ZodType): MiddlewareHandler {
   return validate(target, schema) as MiddlewareHandler;
 }
+
+/**
+ * A JSON body that may be left out (capture, void, refund): no body, or an empty one, is read as
+ * `{}`; a body present is validated like `validate('json', schema)`.
+ */
+export function optionalJson<Schema extends z.ZodType>(schema: Schema) {
+  const validator = validate('json', schema);
+  const middleware: MiddlewareHandler = async (c, next) => {
+    const text = c.req.raw.body === null ? '' : await c.req.raw.clone().text();
+    if (text.trim() === '') {
+      const parsed = schema.safeParse({});
+      if (!parsed.success) {
+        const errors = fieldErrors(parsed.error.issues);
+        throw new AppError('bad_request', describeFieldErrors(errors), errors);
+      }
+      c.req.addValidatedData('json', parsed.data as object);
+      return next();
+    }
+    return validator(c, next);
+  };
+  return middleware as typeof validator;
+}

@@ -14,6 +14,7 @@ import { registerPages } from './paths/pages';
 import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
 import { registerTransaction } from './paths/transaction';
+import { registerSettlement } from './paths/settlement';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
 import { README_EXAMPLES, type ReadmeExample } from './readme-examples';
@@ -24,6 +25,7 @@ const RESOURCES = [
   registerTokenizer,
   registerVault,
   registerTransaction,
+  registerSettlement,
   registerFilebatch,
   registerAdmin,
   registerService,
@@ -36,6 +38,7 @@ const TAGS = [
   { name: 'BIN lookup', description: 'Card metadata and surchargeability (secret key).' },
   { name: 'Tokens and vault', description: 'Temp tokens (public or secret key) and the customer vault (secret key).' },
   { name: 'Transactions', description: 'One sale, authorize or credit through the engine the batch files use (secret key).' },
+  { name: 'Settlement', description: "The merchant's daily settlement batches (secret key)." },
   { name: 'Batch files', description: 'Upload a CSV of transactions, follow it, download the results (secret key).' },
   { name: 'Admin', description: 'Operators: merchants, keys, processors, BIN data and surcharge rules (`ADMIN_TOKEN`).' },
   { name: 'Service', description: "Health, this document, its page and the page's files (no key)." },

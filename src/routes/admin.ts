@@ -8,24 +8,39 @@ import { merchantCreateSchema, merchantPatchSchema, keyCreateSchema, idParamSche
 import { changeMerchant, createKey, createMerchant, revokeKey } from '../services/merchants';
 import { tokenizerOrigins } from '../services/tokenizer/origins';
 import { findMerchant } from '../storage/merchants';
+import { DEFAULT_CUTOFF } from '../services/settlement/cutoff';
+import { setSettlementCutoff, settleMerchantNow, settlementCutoff } from '../services/settlement/runs';
 
 export const admin = new Hono<AppEnv>();
 
 admin.post('/merchants', validate('json', merchantCreateSchema), async (c) => {
-  const { merchant, secretKey, publicKey } = await createMerchant(c.env.DB, c.req.valid('json'), systemClock);
-  return c.json(success({ ...merchant, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }), 201);
+  const { settlement_cutoff: cutoff, ...input } = c.req.valid('json');
+  const { merchant, secretKey, publicKey } = await createMerchant(c.env.DB, input, systemClock);
+  const settlementCutoff = cutoff === undefined ? DEFAULT_CUTOFF : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
+  return c.json(success({ ...merchant, settlement_cutoff: settlementCutoff, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }), 201);
 });
 
 admin.get('/merchants/:id', validate('param', idParamSchema), async (c) => {
   const merchant = await findMerchant(c.env.DB, c.req.valid('param').id);
   if (!merchant) throw new AppError('not_found', 'merchant not found');
-  return c.json(success({ ...merchant, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }));
+  return c.json(
+    success({ ...merchant, settlement_cutoff: await settlementCutoff(c.env, merchant.id), tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }),
+  );
 });
 
 admin.patch('/merchants/:id', validate('param', idParamSchema), validate('json', merchantPatchSchema), async (c) => {
-  const merchant = await changeMerchant(c.env, c.req.valid('param').id, c.req.valid('json'), systemClock);
+  const { settlement_cutoff: cutoff, ...changes } = c.req.valid('json');
+  const merchant = await changeMerchant(c.env, c.req.valid('param').id, changes, systemClock);
   if (!merchant) throw new AppError('not_found', 'merchant not found');
-  return c.json(success({ ...merchant, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }));
+  const settlementCutoffNow = cutoff === undefined ? await settlementCutoff(c.env, merchant.id) : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
+  return c.json(success({ ...merchant, settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }));
+});
+
+// Settles the merchant's transactions awaiting settlement now, as if its cutoff had passed.
+admin.post('/merchants/:id/settle', validate('param', idParamSchema), async (c) => {
+  const merchantId = c.req.valid('param').id;
+  if (!(await findMerchant(c.env.DB, merchantId))) throw new AppError('not_found', 'merchant not found');
+  return c.json(success(await settleMerchantNow(c.env, merchantId, systemClock)));
 });
 
 admin.post('/merchants/:id/keys', validate('param', idParamSchema), validate('json', keyCreateSchema), async (c) => {

@@ -1,9 +1,10 @@
 /**
  * POST /api/transaction: one sale, authorize or credit through the engine the batch files use.
  * GET /api/transaction/{id}: a recorded transaction of the caller's merchant.
- * Both answer the transaction record inside the success envelope (docs/transactions.md).
+ * POST /api/transaction/{id}/capture | void | refund: its lifecycle (services/transactions/operations.ts).
+ * Each answers the transaction record inside the success envelope (docs/transactions.md).
  */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
 import { randomId } from '../lib/crypto';
@@ -13,6 +14,10 @@ import { rateLimitPerKey } from '../middleware/key-rate-limit';
 import { validate } from '../middleware/validate';
 import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../schemas/transaction-http';
 import { getTransaction, processTransactions } from '../services/transactions/engine';
+import { runOperation, transactionView, type OperationOutcome } from '../services/transactions/operations';
+import { captureBodySchema, refundBodySchema, voidBodySchema } from '../schemas/settlement';
+import type { OperationKind } from '../storage/ledger-shard';
+import { optionalJson } from '../middleware/validate';
 import { describeFieldErrors } from '../lib/field-errors';
 
 /** The period of TRANSACTION_RATE_LIMITER in wrangler.toml. */
@@ -47,13 +52,51 @@ export const transaction = new Hono<AppEnv>()
       throw new AppError(code, describeFieldErrors(outcome.errors), outcome.errors);
     }
     if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
-    return c.json(success(outcome.record), outcome.replayed ? 200 : 201);
+    return c.json(success(transactionView(outcome.record, 0)), outcome.replayed ? 200 : 201);
   },
   )
   .get('/:id', validate('param', transactionIdParamSchema), async (c) => {
   const found = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
-  if (found.ok) return c.json(success(found.record));
+  if (found.ok) return c.json(success(transactionView(found.record, found.amountRefunded)));
   // Past TRANSACTION_RETENTION_DAYS the record is only in the shard's archive (docs/transactions.md, "Retention").
   if (found.reason === 'archived') throw new AppError('gone', `transaction archived: ${found.archive}`);
   throw new AppError('not_found', 'transaction not found');
-  });
+  })
+  // Capture, void and refund (docs/transactions.md, "Lifecycle"): each body is optional, and checked
+  // first (as every JSON body: its media type and fields before the resource its path names).
+  .post('/:id/capture', optionalJson(captureBodySchema), validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), async (c) =>
+    answerOperation(c, await operate(c, 'capture', c.req.valid('json').amount ?? null)),
+  )
+  .post('/:id/void', optionalJson(voidBodySchema), validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), async (c) =>
+    answerOperation(c, await operate(c, 'void', null)),
+  )
+  .post('/:id/refund', optionalJson(refundBodySchema), validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), async (c) =>
+    answerOperation(c, await operate(c, 'refund', c.req.valid('json').amount ?? null)),
+  );
+
+type OperationContext = Context<AppEnv, string, { out: { param: { id: string }; header: { 'idempotency-key'?: string | undefined; 'cf-connecting-ip'?: string | undefined } } }>;
+
+function operate(c: OperationContext, kind: OperationKind, amount: number | null): Promise<OperationOutcome> {
+  const { 'idempotency-key': idempotencyKey, 'cf-connecting-ip': ipAddress } = c.req.valid('header');
+  return runOperation(c.env, c.get('caller'), { transactionId: c.req.valid('param').id, kind, amount, idempotencyKey, ipAddress: ipAddress ?? null }, systemClock);
+}
+
+function answerOperation(c: Context<AppEnv>, outcome: OperationOutcome) {
+  if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
+  if (outcome.ok) return c.json(success(outcome.record), outcome.status);
+  switch (outcome.reason) {
+    case 'not_found':
+      throw new AppError('not_found', outcome.message);
+    case 'archived':
+      throw new AppError('gone', outcome.message);
+    case 'amount':
+      throw new AppError('bad_request', outcome.message, [{ field: 'amount', msg: outcome.message }]);
+    case 'in_progress':
+      throw new AppError('conflict', outcome.message, undefined, { 'Retry-After': '1' });
+    case 'wrong_state':
+    case 'idempotency_conflict':
+      throw new AppError('conflict', outcome.message);
+    case 'declined':
+      throw new AppError('payment_declined', outcome.message, undefined, outcome.replayed ? { 'Idempotent-Replayed': 'true' } : undefined);
+  }
+}

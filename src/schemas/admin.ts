@@ -14,6 +14,8 @@ export const merchantCreateSchema = z.strictObject({
   surcharge_rate_bps: z.int('must be an integer').min(0, 'must be 0 or more').max(10_000, 'must be at most 10000').optional(),
   /** Minor units; 0 refuses unreferenced credits. Default DEFAULT_MAX_CREDIT_AMOUNT. */
   max_credit_amount: z.int('must be an integer').min(0, 'must be 0 or more').max(99_999_999_999, 'must be at most 99999999999').optional(),
+  /** The UTC time of day the merchant's day ends and its captured transactions settle; default 00:00. */
+  settlement_cutoff: z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, 'must be a UTC time of day, HH:MM').optional(),
 });
 
 export const merchantPatchSchema = merchantCreateSchema.partial().extend({

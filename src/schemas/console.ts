@@ -29,6 +29,7 @@ export const batchSummarySchema = z
   .strictObject({
     rows: z.int().meta({ description: 'Rows in the result file.' }),
     approved: z.int(),
+    authorized: z.int().meta({ description: 'Of the approved rows, authorizations awaiting capture.' }),
     declined: z.int(),
     error: z.int().meta({ description: 'Rows refused by validation or by a processor error.' }),
     first_refused: z

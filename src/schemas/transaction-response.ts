@@ -14,7 +14,7 @@ const columns = {
   id: z.string().regex(/^txn_[a-z0-9]+$/),
   user_name: z.string().meta({ description: "The merchant's name." }),
   idempotency_key: z.string(),
-  type: z.enum(['sale', 'authorize', 'credit']),
+  type: z.enum(['sale', 'authorize', 'credit', 'refund']),
   transaction_source: z.enum(['api', 'batch']),
   ip_address: text,
   amount: money.meta({ description: 'The total charged.' }),
@@ -28,13 +28,15 @@ const columns = {
   shipping_amount: money,
   po_number: text,
   order_id: text,
-  settlement_batch_id: notModelled,
-  referenced_transaction_id: notModelled,
+  settlement_batch_id: text.meta({ description: 'The settlement batch it settled in (stl_…); null until settled.' }),
+  referenced_transaction_id: text.meta({ description: 'A refund: the transaction it refunds.' }),
   payment_method: z.enum(['card', 'ach', 'customer']).meta({ description: 'How the request named the payment.' }),
   payment_type: z.enum(['card', 'ach']).meta({ description: 'What was charged.' }),
   response: z.enum(['approved', 'declined', 'error']),
   response_code: z.int().meta({ description: '100 approved, 110 partial; 2xx issuer decline; 3xx gateway decline; 4xx processor error.' }),
-  status: z.enum(['pending_settlement', 'authorized', 'declined', 'failed']),
+  status: z
+    .enum(['pending_settlement', 'authorized', 'declined', 'failed', 'settled', 'voided', 'expired', 'refunded', 'partially_refunded'])
+    .meta({ description: 'docs/transactions.md, "Lifecycle": authorized → pending_settlement → settled → partially_refunded / refunded; voided; expired.' }),
   processor_type: z.string(),
   processor_id: z.string(),
   processor_name: z.string(),
@@ -68,7 +70,7 @@ const columns = {
   shipping_fax: text,
   created_at: timestampSchema,
   captured_at: timestampSchema.nullable(),
-  settled_at: notModelled,
+  settled_at: timestampSchema.nullable(),
   card_type: text.meta({ description: 'credit, debit, … from the BIN data; null for ACH or an unknown BIN.' }),
   entry_type: text,
   masked_account: z.string().meta({ example: '411111******1111' }),
@@ -85,6 +87,12 @@ const columns = {
 // The record's fields are the result CSV's columns, in that order.
 const ordered = Object.fromEntries(RESULT_COLUMNS.map((column) => [column, columns[column]])) as typeof columns;
 
-export const transactionRecordSchema = z.strictObject(ordered).meta({ id: 'TransactionRecord' });
+export const transactionRecordSchema = z
+  .strictObject({
+    ...ordered,
+    // Not a result CSV column (the CSV keeps SPEC.md's 69): only the JSON record has it.
+    amount_refunded: money.meta({ description: 'What was refunded of it so far (refunds: 0).' }),
+  })
+  .meta({ id: 'TransactionRecord' });
 
 export type TransactionRecordView = z.infer<typeof transactionRecordSchema>;

@@ -9,8 +9,9 @@ import { urlContainsCardNumber } from '../lib/redact';
 import { deletedSchema, successEnvelopeSchema, timestampSchema } from './envelope';
 import { listQuerySchema } from './filebatch';
 import { batchRecordSchema } from './filebatch-response';
+import { settlementBatchSchema } from './settlement';
 
-export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed'] as const;
+export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export const MAX_WEBHOOK_ENDPOINTS = 10;
@@ -127,7 +128,7 @@ export const webhookEventSchema = z
     id: z.string().meta({ description: 'evt_…: drop a delivery whose event id you have already handled.' }),
     type: z.enum(WEBHOOK_EVENT_TYPES),
     created_at: timestampSchema,
-    data: batchRecordSchema,
+    data: z.union([batchRecordSchema, settlementBatchSchema]).meta({ description: 'batch.*: the batch record; settlement.completed: the settlement batch.' }),
   })
   .meta({ id: 'WebhookEvent' });
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;

@@ -71,6 +71,8 @@ export interface StoredTransaction {
   batchId: string | null;
   line: number | null;
   extras: TransactionExtras;
+  /** What was refunded of it so far (answers read with `current`; not part of the packed record). */
+  amountRefunded?: number;
 }
 
 const EXTRA_COLUMNS = [
@@ -141,6 +143,40 @@ const MIGRATIONS: readonly string[] = [
      records BLOB NOT NULL,
      PRIMARY KEY (page, seq)
    ) WITHOUT ROWID;`,
+  // 2. The lifecycle (docs/transactions.md, "Lifecycle"): pages stay as processed; a page row says
+  // whether it holds money awaiting settlement and when it settled; `states` holds the current record
+  // of every transaction changed since (captured, voided, refunded, settled) and the refunds;
+  // `operations` holds each capture, void and refund under its key (claimed before the processor is asked).
+  `ALTER TABLE pages ADD COLUMN at TEXT;
+   ALTER TABLE pages ADD COLUMN unsettled INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE pages ADD COLUMN settled_on TEXT;
+   ALTER TABLE pages ADD COLUMN settled_at TEXT;
+   CREATE INDEX IF NOT EXISTS pages_unsettled ON pages(unsettled) WHERE unsettled = 1;
+   CREATE TABLE IF NOT EXISTS states (
+     id TEXT PRIMARY KEY,
+     original INTEGER NOT NULL,
+     record TEXT NOT NULL,
+     amount_refunded INTEGER NOT NULL DEFAULT 0,
+     unsettled INTEGER NOT NULL DEFAULT 0,
+     captured_at TEXT,
+     settled_on TEXT,
+     updated_at TEXT NOT NULL
+   ) WITHOUT ROWID;
+   CREATE TABLE IF NOT EXISTS operations (
+     key TEXT PRIMARY KEY,
+     transaction_id TEXT NOT NULL,
+     kind TEXT NOT NULL CHECK (kind IN ('capture', 'void', 'refund')),
+     request_hash TEXT NOT NULL,
+     amount INTEGER NOT NULL,
+     refund_id TEXT,
+     created_at TEXT NOT NULL,
+     answer TEXT
+   ) WITHOUT ROWID;
+   CREATE INDEX IF NOT EXISTS operations_transaction ON operations(transaction_id);`,
+  // 3. Whether the shard is in its merchant's settlement index (it registers once per stretch of
+  // money awaiting settlement, not per write), and the generation of that registration.
+  `ALTER TABLE meta ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE meta ADD COLUMN index_generation INTEGER NOT NULL DEFAULT 0;`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -168,6 +204,8 @@ export interface ShardQuery {
   ids?: readonly string[];
   exact: readonly string[];
   floor: readonly string[];
+  /** Answer the records as they are now (captured, settled, refunded, expired), not as processed. */
+  current?: { expiredBefore: string };
 }
 
 /** Requests to claim together, all of one page. */
@@ -195,8 +233,17 @@ export function hasTables(sql: SqlStorage): boolean {
 
 /** Creates the tables, or upgrades them to LEDGER_SCHEMA_VERSION (the steps not applied yet). */
 export function createShardTables(sql: SqlStorage): void {
-  const version = hasTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
-  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  for (const step of MIGRATIONS.slice(tablesVersion(sql))) sql.exec(step);
+}
+
+/** The version the tables are at: the meta row's, or, tables made before any meta row, the last step they show. */
+function tablesVersion(sql: SqlStorage): number {
+  if (!hasTables(sql)) return 0;
+  const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
+  if (recorded !== undefined) return recorded;
+  const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
+  if (columns.includes('indexed')) return 3;
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'states'").toArray().length > 0 ? 2 : 1;
 }
 
 /** Creates or upgrades the tables and writes the shard's meta row; answers the meta in force. */
@@ -282,6 +329,9 @@ export type PageRow = {
   seq: number;
   format: PageFormat;
   records: string | ArrayBuffer;
+  /** The UTC day its money settled on (the settlement's batch_date), and when; null until then. */
+  settled_on?: string | null;
+  settled_at?: string | null;
 };
 
 /** Completed records cut into page rows of at most ~1 MB of JSON each. */
@@ -309,10 +359,23 @@ export function pagePieces(records: readonly StoredTransaction[]): PagePiece[] {
 }
 
 /** Appends page rows to a page. */
-export function insertPageRows(sql: SqlStorage, page: string, rows: readonly { keys: string[]; format: PageFormat; records: string | Uint8Array }[]): void {
+export function insertPageRows(
+  sql: SqlStorage,
+  page: string,
+  rows: readonly { keys: string[]; format: PageFormat; records: string | Uint8Array; at: string | null; unsettled: boolean }[],
+): void {
   let seq = sql.exec<{ next: number }>('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM pages WHERE page = ?', page).one().next;
   for (const row of rows) {
-    sql.exec('INSERT INTO pages (page, seq, keys, format, records) VALUES (?, ?, ?, ?, ?)', page, seq++, JSON.stringify(row.keys), row.format, row.records);
+    sql.exec(
+      'INSERT INTO pages (page, seq, keys, format, records, at, unsettled) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      page,
+      seq++,
+      JSON.stringify(row.keys),
+      row.format,
+      row.records,
+      row.at,
+      row.unsettled ? 1 : 0,
+    );
   }
 }
 
@@ -335,7 +398,7 @@ export function readPageRows(sql: SqlStorage, pages: { exact: readonly string[];
   }
   if (names.size === 0) return [];
   return sql
-    .exec<PageRow>('SELECT page, seq, format, records FROM pages WHERE page IN (SELECT value FROM json_each(?)) ORDER BY page, seq', JSON.stringify([...names]))
+    .exec<PageRow>('SELECT page, seq, format, records, settled_on, settled_at FROM pages WHERE page IN (SELECT value FROM json_each(?)) ORDER BY page, seq', JSON.stringify([...names]))
     .toArray();
 }
 
@@ -356,9 +419,14 @@ export function clearPageHashes(sql: SqlStorage): number {
 /** Every page row, in order, `limit` rows at a time from `after` (the archive's reader). */
 export function pageBatch(sql: SqlStorage, after: { page: string; seq: number } | null, limit: number): PageRow[] {
   return after === null
-    ? sql.exec<PageRow>('SELECT page, seq, format, records FROM pages ORDER BY page, seq LIMIT ?', limit).toArray()
+    ? sql.exec<PageRow>('SELECT page, seq, format, records, settled_on, settled_at FROM pages ORDER BY page, seq LIMIT ?', limit).toArray()
     : sql
-        .exec<PageRow>('SELECT page, seq, format, records FROM pages WHERE (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?', after.page, after.seq, limit)
+        .exec<PageRow>(
+          'SELECT page, seq, format, records, settled_on, settled_at FROM pages WHERE (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?',
+          after.page,
+          after.seq,
+          limit,
+        )
         .toArray();
 }
 
@@ -369,3 +437,252 @@ export function archiveLine(merchantId: string, packed: PackedRecord): string {
 }
 
 export type { PackedRecord };
+
+// == Lifecycle ===============================================================================
+
+/** The schema version a shard's tables are at (0: none yet). */
+export function schemaVersion(sql: SqlStorage): number {
+  return tablesVersion(sql);
+}
+
+/** Applies the steps a shard made by an older version lacks (its meta row keeps its identity). */
+export function upgradeShardTables(sql: SqlStorage): void {
+  if (!hasTables(sql) || tablesVersion(sql) >= LEDGER_SCHEMA_VERSION) return;
+  createShardTables(sql);
+  sql.exec('UPDATE meta SET schema_version = ?', LEDGER_SCHEMA_VERSION);
+}
+
+/** A transaction's current record once changed after processing (or a refund, whose only record this is). */
+export interface StateRow {
+  stored: StoredTransaction;
+  /** False for a refund: a transaction this table alone holds. */
+  original: boolean;
+  amountRefunded: number;
+  /** Money awaiting settlement (pending_settlement). */
+  unsettled: boolean;
+  capturedAt: string | null;
+  settledOn: string | null;
+}
+
+type StateSql = { id: string; original: number; record: string; amount_refunded: number; unsettled: number; captured_at: string | null; settled_on: string | null };
+
+function stateFromSql(merchantId: string, row: StateSql): StateRow {
+  return {
+    stored: unpackRecord(merchantId, JSON.parse(row.record) as PackedRecord),
+    original: row.original === 1,
+    amountRefunded: row.amount_refunded,
+    unsettled: row.unsettled === 1,
+    capturedAt: row.captured_at,
+    settledOn: row.settled_on,
+  };
+}
+
+export function readStates(sql: SqlStorage, merchantId: string, ids: readonly string[]): Map<string, StateRow> {
+  const found = new Map<string, StateRow>();
+  if (ids.length === 0 || !hasTables(sql)) return found;
+  const rows = sql.exec<StateSql>('SELECT * FROM states WHERE id IN (SELECT value FROM json_each(?))', JSON.stringify(ids)).toArray();
+  for (const row of rows) found.set(row.id, stateFromSql(merchantId, row));
+  return found;
+}
+
+export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string): void {
+  sql.exec(
+    `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
+       captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,
+    String(state.stored.record.id),
+    state.original ? 1 : 0,
+    JSON.stringify(packRecord(state.stored)),
+    state.amountRefunded,
+    state.unsettled ? 1 : 0,
+    state.capturedAt,
+    state.settledOn,
+    updatedAt,
+  );
+}
+
+/** States awaiting settlement captured before `before`, and those settled on `day`. */
+export function unsettledStates(sql: SqlStorage, merchantId: string, before: string): StateRow[] {
+  return sql
+    .exec<StateSql>('SELECT * FROM states WHERE unsettled = 1 AND captured_at < ?', before)
+    .toArray()
+    .map((row) => stateFromSql(merchantId, row));
+}
+
+export function statesSettledOn(sql: SqlStorage, merchantId: string, day: string): StateRow[] {
+  return sql
+    .exec<StateSql>('SELECT * FROM states WHERE settled_on = ?', day)
+    .toArray()
+    .map((row) => stateFromSql(merchantId, row));
+}
+
+/** Every state row (the archive writes them after the pages). */
+export function allStates(sql: SqlStorage, merchantId: string): StateRow[] {
+  if (!hasTables(sql) || schemaVersion(sql) < 2) return [];
+  return sql.exec<StateSql>('SELECT * FROM states ORDER BY id').toArray().map((row) => stateFromSql(merchantId, row));
+}
+
+/** Page rows with money awaiting settlement recorded before `before`; and those settled on `day`. */
+export function unsettledPageRows(sql: SqlStorage, before: string): PageRow[] {
+  return sql
+    .exec<PageRow>('SELECT page, seq, format, records, settled_on, settled_at FROM pages WHERE unsettled = 1 AND at < ? ORDER BY page, seq', before)
+    .toArray();
+}
+
+export function pageRowsSettledOn(sql: SqlStorage, day: string): PageRow[] {
+  return sql.exec<PageRow>('SELECT page, seq, format, records, settled_on, settled_at FROM pages WHERE settled_on = ? ORDER BY page, seq', day).toArray();
+}
+
+export function markPageSettled(sql: SqlStorage, row: { page: string; seq: number }, day: string, at: string): boolean {
+  return sql.exec('UPDATE pages SET unsettled = 0, settled_on = ?, settled_at = ? WHERE page = ? AND seq = ? AND unsettled = 1', day, at, row.page, row.seq).rowsWritten > 0;
+}
+
+/** Whether any money of the shard still awaits settlement. */
+export function holdsUnsettled(sql: SqlStorage): boolean {
+  if (!hasTables(sql) || schemaVersion(sql) < 2) return false;
+  return (
+    sql.exec('SELECT 1 FROM pages WHERE unsettled = 1 LIMIT 1').toArray().length > 0 ||
+    sql.exec('SELECT 1 FROM states WHERE unsettled = 1 LIMIT 1').toArray().length > 0
+  );
+}
+
+export type OperationKind = 'capture' | 'void' | 'refund';
+
+/** A capture, void or refund under its key: a claim while `answer` is null, then its answer (JSON). */
+export interface OperationRow {
+  key: string;
+  transactionId: string;
+  kind: OperationKind;
+  requestHash: string;
+  amount: number;
+  refundId: string | null;
+  createdAt: string;
+  answer: string | null;
+}
+
+type OperationSql = { key: string; transaction_id: string; kind: OperationKind; request_hash: string; amount: number; refund_id: string | null; created_at: string; answer: string | null };
+
+function operationFromSql(row: OperationSql): OperationRow {
+  return {
+    key: row.key,
+    transactionId: row.transaction_id,
+    kind: row.kind,
+    requestHash: row.request_hash,
+    amount: row.amount,
+    refundId: row.refund_id,
+    createdAt: row.created_at,
+    answer: row.answer,
+  };
+}
+
+export function findOperation(sql: SqlStorage, key: string): OperationRow | null {
+  const row = sql.exec<OperationSql>('SELECT * FROM operations WHERE key = ?', key).toArray()[0];
+  return row ? operationFromSql(row) : null;
+}
+
+export function operationsOf(sql: SqlStorage, transactionId: string): OperationRow[] {
+  return sql.exec<OperationSql>('SELECT * FROM operations WHERE transaction_id = ? ORDER BY created_at', transactionId).toArray().map(operationFromSql);
+}
+
+export function insertOperation(sql: SqlStorage, op: OperationRow): void {
+  sql.exec(
+    'INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)',
+    op.key,
+    op.transactionId,
+    op.kind,
+    op.requestHash,
+    op.amount,
+    op.refundId,
+    op.createdAt,
+  );
+}
+
+export function answerOperation(sql: SqlStorage, key: string, answer: string): void {
+  sql.exec('UPDATE operations SET answer = ? WHERE key = ?', answer, key);
+}
+
+export function deleteOperation(sql: SqlStorage, key: string): void {
+  sql.exec('DELETE FROM operations WHERE key = ? AND answer IS NULL', key);
+}
+
+/** A processor's answer to an operation (services' ChargeResult has this shape). */
+export interface OperationResult {
+  response: 'approved' | 'declined' | 'error';
+  responseCode: number;
+  amountAuthorized: number;
+  authCode: string | null;
+  processorResponseCode: string | null;
+  processorResponseText: string;
+  avsResponseCode: string | null;
+  cvvResponseCode: string | null;
+}
+
+/** A capture, void or refund asked of the shard that holds its transaction. */
+export interface OperationRequest {
+  transactionId: string;
+  /** Where the transaction's record is (its page). */
+  query: ShardQuery;
+  kind: OperationKind;
+  /** The operation's key in this shard: the transaction, the kind and the client's Idempotency-Key. */
+  key: string;
+  requestHash: string;
+  amount: number | null;
+  now: string;
+  /** Authorizations created before this have expired. */
+  expiredBefore: string;
+  /** A claim made before this was abandoned by its holder. */
+  staleBefore: string;
+}
+
+/** How the shard answered an operation's claim. */
+export type OperationBegin =
+  | { outcome: 'claimed'; operation: OperationRow; record: TransactionRecord }
+  | { outcome: 'answered'; answer: string; requestHash: string }
+  | { outcome: 'not_found' }
+  | { outcome: 'in_progress'; since: string }
+  | { outcome: 'abandoned'; operation: OperationRow; record: TransactionRecord }
+  | { outcome: 'refused'; reason: 'wrong_state' | 'amount'; message: string };
+
+/** The processor's answer to a claimed operation, for the shard to apply. */
+export interface OperationCompletion {
+  key: string;
+  query: ShardQuery;
+  result: OperationResult;
+  now: string;
+  expiredBefore: string;
+  idempotencyKey: string;
+  ipAddress: string | null;
+}
+
+/** What a settlement run asks of a shard: settle what was captured before `before` into `batchDate`. */
+export interface SettleRequest {
+  before: string;
+  batchDate: string;
+  settledAt: string;
+}
+
+/** One transaction settled into a batch (what the settlement batch lists). */
+export interface SettledEntry {
+  id: string;
+  type: string;
+  processor_id: string;
+  amount: number;
+}
+
+export interface SettleAnswer {
+  /** Every transaction of the shard settled on `batchDate`, by this run or an earlier one. */
+  entries: SettledEntry[];
+  /** False: nothing awaits settlement, and the shard counts itself out of the index as of `generation`. */
+  holdsUnsettled: boolean;
+  generation: number;
+}
+
+/** Whether the shard is in its merchant's settlement index, and its registration's generation. */
+export function readIndexing(sql: SqlStorage): { indexed: boolean; generation: number } {
+  const row = sql.exec<{ indexed: number; index_generation: number }>('SELECT indexed, index_generation FROM meta').toArray()[0];
+  return { indexed: row?.indexed === 1, generation: row?.index_generation ?? 0 };
+}
+
+export function writeIndexing(sql: SqlStorage, indexed: boolean, generation: number): void {
+  sql.exec('UPDATE meta SET indexed = ?, index_generation = ?', indexed ? 1 : 0, generation);
+}

@@ -28,6 +28,11 @@ export interface World {
   transactionId: string;
   /** A completed batch of the owner. */
   batchId: string;
+  /** The owner's authorization (capture), unsettled sale (void), settled sale (refund) and settlement batch. */
+  authorizationId: string;
+  voidableId: string;
+  settledId: string;
+  settlementBatchId: string;
   /** A batch of the owner that never starts (its chunks are never sent): pause and resume answer 200 however often. */
   runningBatchId: string;
   /** A batch of the owner that never starts, for cancel (whose 200 ends it). */
@@ -142,6 +147,50 @@ export const endpoints: Endpoint[] = [
     auth: 'secret',
     path: (w) => `/api/transaction/${w.transactionId}`,
     owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/transaction/:id/capture',
+    auth: 'secret',
+    path: (w) => `/api/transaction/${w.authorizationId}/capture`,
+    body: () => ({ amount: 500 }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/transaction/:id/void',
+    auth: 'secret',
+    path: (w) => `/api/transaction/${w.voidableId}/void`,
+    body: () => ({}),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/transaction/:id/refund',
+    auth: 'secret',
+    path: (w) => `/api/transaction/${w.settledId}/refund`,
+    body: () => ({ amount: 100 }),
+    owned: true,
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/settlement/batch/search',
+    auth: 'secret',
+    path: () => '/api/settlement/batch/search',
+    body: () => ({ limit: 10 }),
+    okStatus: 200,
+  },
+  {
+    route: 'GET /api/settlement/batch/:id',
+    auth: 'secret',
+    path: (w) => `/api/settlement/batch/${w.settlementBatchId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /admin/merchants/:id/settle',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.intruder.id}/settle`,
     okStatus: 200,
   },
   {
@@ -378,6 +427,14 @@ export async function buildWorld(): Promise<World> {
     return first;
   }, { timeout: 30_000, interval: 20 });
 
+  // Settled now: the sale (refundable) and its settlement batch; then an authorization and a sale left open.
+  const settled = await json<{ id: string }[]>(await admin('POST', `/admin/merchants/${owner.id}/settle`), 200, 'settlement');
+  const open = async (transaction_type: string) =>
+    json<{ id: string }>(
+      await call('POST', '/api/transaction', { key: owner.secretKey, body: { transaction_type, cc_number: CARD, cc_expiration: '12/39', amount: 990 } }),
+      201,
+      transaction_type,
+    );
   // Never started: they stay running for as long as the tests need. No card numbers in them: their
   // uploads stay in R2 (the card-door scan reads it), as a running batch's do.
   const noCards = csv(['transaction_type', 'amount', 'order_id'], [['sale', '1000', 'run1'], ['sale', '1001', 'run2']]);
@@ -395,6 +452,10 @@ export async function buildWorld(): Promise<World> {
     spareKeyId: spare.id,
     transactionId: sale.id,
     batchId: batch.id,
+    authorizationId: (await open('authorize')).id,
+    voidableId: (await open('sale')).id,
+    settledId: sale.id,
+    settlementBatchId: settled[0]?.id ?? 'stl_none',
     runningBatchId: running.id,
     batchToCancel: toCancel.id,
     webhookId: webhook.id,

@@ -179,6 +179,7 @@ describe('batches through the console', () => {
         ...saleRows(3),
         ['sale', '300', '4111111111111111', '12/30', 'declined1'],
         ['sale', '1000', '4111111111111112', '12/30', 'badluhn'],
+        ['authorize', '500', '4111111111111111', '12/30', 'auth1'],
       ];
       const uploaded = await upload(session, csv(CARD_HEADER, rows));
       expect(uploaded.status).toBe(200);
@@ -198,7 +199,7 @@ describe('batches through the console', () => {
       const summary = await call('GET', `/console/batches/${data.id}/summary`, { headers: { Cookie: session.cookie } });
       expect(summary.status).toBe(200);
       const { data: counts } = await summary.json<{ data: Record<string, unknown> }>();
-      expect(counts).toMatchObject({ rows: 5, approved: 3, declined: 1, error: 1 });
+      expect(counts).toMatchObject({ rows: 6, approved: 4, authorized: 1, declined: 1, error: 1 });
       expect(counts.first_refused).toEqual([
         { line: 5, response: 'declined', response_code: 300, reason: 'DECLINED BY GATEWAY RULES' },
         { line: 6, response: 'error', response_code: 400, reason: expect.stringMatching(/cc_number/) },
@@ -209,10 +210,10 @@ describe('batches through the console', () => {
       expect(download.headers.get('Content-Disposition')).toContain('console-results.csv');
       const result = parseResult(await download.text());
       expect(result.header[0]).toBe('id');
-      expect(result.rows).toHaveLength(5);
+      expect(result.rows).toHaveLength(6);
 
       const list = await call('GET', '/console/batches?limit=1&offset=0', { headers: { Cookie: session.cookie } });
-      expect(await list.json()).toMatchObject({ total_count: 1, limit: 1, data: [{ id: data.id, status: 'completed', num_lines: 5, processed_lines: 5 }] });
+      expect(await list.json()).toMatchObject({ total_count: 1, limit: 1, data: [{ id: data.id, status: 'completed', num_lines: 6, processed_lines: 6 }] });
 
       // Another merchant's session sees none of it.
       const stranger = await signIn(shop.secretKey);

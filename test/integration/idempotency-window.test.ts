@@ -50,7 +50,7 @@ function idOf(outcome: TransactionOutcome): string {
 /** A transaction's key and fingerprint as its ledger shard keeps them (the id names the shard). */
 async function storedRow(id: string, batchId?: string) {
   const parsed = parseTransactionId(id);
-  if (!parsed) throw new Error(`malformed id ${id}`);
+  if (!parsed || parsed.kind === 'refund') throw new Error(`malformed id ${id}`);
   const name = parsed.kind === 'api' ? apiShardName(merchant.id, parsed.day) : batchShardName(merchant.id, batchId ?? parsed.batchId);
   const stored = (await shardEntryList(name)).find((s) => s.record.id === id);
   return stored ? { idempotency_key: String(stored.record.idempotency_key), request_hash: stored.requestHash } : null;

@@ -66,4 +66,21 @@ describe('the typed client', () => {
     expect(response.status).toBe(401);
     expect(await response.json()).toMatchObject({ status: 'failed', data: null });
   });
+
+  it('types the lifecycle: authorize, capture part of it, search the settlement batches', async () => {
+    const created = await api.api.transaction.$post({
+      header: {},
+      json: { transaction_type: 'authorize', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 900 },
+    });
+    expect(created.status).toBe(201);
+    const id = String((await created.json()).data.id);
+    const captured = await api.api.transaction[':id'].capture.$post({ param: { id }, header: { 'idempotency-key': 'typed-capture' }, json: { amount: 600 } });
+    expect(captured.status).toBe(200);
+    const record = await captured.json();
+    if (record.status !== 'success') throw new Error('capture failed');
+    expect(record.data).toMatchObject({ status: 'pending_settlement', amount_captured: 600 });
+    const search = await api.api.settlement.batch.search.$post({ json: { limit: 5 } });
+    expect(search.status).toBe(200);
+    expect(await search.json()).toMatchObject({ status: 'success', total_count: 0 });
+  });
 });

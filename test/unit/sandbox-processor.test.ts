@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Charge } from '../../src/services/transactions/processors/processor';
 import { responseFor } from '../../src/services/transactions/processors/processor';
-import { PREPAID_CARD, avsFor, cvvFor, sandboxDecide } from '../../src/services/transactions/processors/sandbox';
+import { OPERATION_DECLINE_AMOUNT, PREPAID_CARD, avsFor, cvvFor, sandboxDecide, sandboxDecideOperation } from '../../src/services/transactions/processors/sandbox';
 import { ISSUER_DECLINE_CARDS } from '../helpers/sandbox';
 
 function card(number: string, amount = 1_000, type: Charge['type'] = 'sale', cvc: string | null = null, postal: string | null = null): Charge {
@@ -73,5 +73,19 @@ describe('sandbox processor', () => {
 
   it('maps response code ranges to approved, declined and error', () => {
     expect([100, 110, 201, 300, 301, 400, 421].map(responseFor)).toEqual(['approved', 'approved', 'declined', 'declined', 'declined', 'error', 'error']);
+  });
+});
+
+describe('sandbox operations (capture, void, refund)', () => {
+  const operation = (amount: number) => ({ amount, transactionId: 'txn_a', paymentType: 'card' as const, idempotencyKey: 'k', claimedAt: '2026-11-21T12:00:00.000Z' });
+
+  it.each(['capture', 'void', 'refund'] as const)('%s: approved, except on the amount 303, declined with code 303', (kind) => {
+    expect(sandboxDecideOperation(kind, operation(1_000))).toMatchObject({ response: 'approved', responseCode: 100, amountAuthorized: 1_000, processorResponseCode: '00' });
+    expect(sandboxDecideOperation(kind, operation(OPERATION_DECLINE_AMOUNT))).toMatchObject({
+      response: 'declined',
+      responseCode: 303,
+      amountAuthorized: 0,
+      processorResponseText: `${kind.toUpperCase()} DECLINED BY PROCESSOR`,
+    });
   });
 });

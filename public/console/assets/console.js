@@ -267,6 +267,7 @@ async function showSummary(record) {
   }
   const summary = result.json.data;
   $('count-approved').textContent = summary.approved.toLocaleString('en-US');
+  $('count-authorized').textContent = summary.authorized.toLocaleString('en-US');
   $('count-declined').textContent = summary.declined.toLocaleString('en-US');
   $('count-error').textContent = summary.error.toLocaleString('en-US');
   const rows = $('refused-rows');

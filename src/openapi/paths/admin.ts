@@ -1,3 +1,4 @@
+import { settleResponseSchema } from '../../schemas/settlement';
 import { idParamSchema, keyCreateSchema, merchantCreateSchema, merchantPatchSchema, processorCreateSchema } from '../../schemas/admin';
 import {
   createdKeySchema,
@@ -46,6 +47,19 @@ export function registerAdmin(registry: Registry): void {
     security,
     request: { params: idParamSchema, body: { required: true, content: json(merchantPatchSchema) } },
     responses: { 200: ok('The merchant.', merchant), ...errors([400, 401, 404, 413]) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/merchants/{id}/settle',
+    operationId: 'settleMerchant',
+    tags,
+    summary: "Settle the merchant's transactions awaiting settlement now, as if its cutoff had passed",
+    description:
+      'Every pending_settlement transaction (captured before now) settles into its processor\'s settlement batch of today. ' +
+      'Answers the batches made or added to by this run; an empty list when nothing was awaiting settlement. Running it again settles nothing twice.',
+    security,
+    request: { params: idParamSchema },
+    responses: { 200: ok('The settlement batches this run made or added to.', settleResponseSchema), ...errors([400, 401, 404]) },
   });
   registry.registerPath({
     method: 'post',

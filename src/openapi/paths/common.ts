@@ -29,6 +29,7 @@ export function ok(description: string, schema: z.ZodType, example?: unknown): R
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'Invalid input: the `msg` names the field (or the CSV line) and the problem; validation errors list every field in `errors`.',
   401: 'Missing, unknown, revoked or wrong-type key (or admin token).',
+  402: 'Declined by the processor: `msg` says what it answered.',
   404: "Unknown resource, including another merchant's.",
   409: 'Conflict with the state of the resource.',
   410: 'Expired.',

@@ -1,12 +1,69 @@
 import { successEnvelopeSchema } from '../../schemas/envelope';
 import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../../schemas/transaction-http';
 import { transactionRecordSchema } from '../../schemas/transaction-response';
+import { captureBodySchema, refundBodySchema, voidBodySchema } from '../../schemas/settlement';
 import { errors, json, ok, SECRET_KEY, type Registry } from './common';
 
 const tags = ['Transactions'];
 const record = successEnvelopeSchema(transactionRecordSchema);
 
+const replayHeaders = { 'Idempotent-Replayed': { description: 'true: a replay of the first answer under this Idempotency-Key.', schema: { type: 'string' as const, enum: ['true'] } } };
+
+const OPERATIONS = [
+  {
+    kind: 'capture',
+    operationId: 'captureTransaction',
+    summary: 'Capture an authorization (all of it, or part: the rest is released)',
+    body: captureBodySchema,
+    status: 200,
+    answer: 'The transaction, status pending_settlement, with amount_captured and captured_at.',
+    rules: 'Only while authorized (an authorization expires after AUTHORIZATION_EXPIRY_DAYS, 7). `amount` ≤ amount_authorized, default all of it.',
+  },
+  {
+    kind: 'void',
+    operationId: 'voidTransaction',
+    summary: 'Void an authorization, or a sale or credit before it settles',
+    body: voidBodySchema,
+    status: 200,
+    answer: 'The transaction, status voided.',
+    rules: 'Only while authorized or pending_settlement. No body (or {}).',
+  },
+  {
+    kind: 'refund',
+    operationId: 'refundTransaction',
+    summary: 'Refund a settled sale or capture, in whole or in part',
+    body: refundBodySchema,
+    status: 201,
+    answer: 'The new refund transaction (type refund, referenced_transaction_id the original); the original becomes partially_refunded or refunded.',
+    rules: 'Only once settled. `amount` ≤ what is left to refund (amount_settled − amount_refunded), default all of it; several partial refunds allowed.',
+  },
+] as const;
+
 export function registerTransaction(registry: Registry): void {
+  for (const op of OPERATIONS) {
+    registry.registerPath({
+      method: 'post',
+      path: `/api/transaction/{id}/${op.kind}`,
+      operationId: op.operationId,
+      tags,
+      summary: op.summary,
+      description:
+        `${op.rules} Idempotency-Key as for POST /api/transaction (scoped to this transaction and operation): the same key and body answer the first answer, ` +
+        'with no second processor call; another body is a 409. Operations on one transaction run one at a time. ' +
+        'Sandbox: an amount of 303 (for a void, the transaction\'s amount) is declined (402).',
+      security: SECRET_KEY,
+      request: { params: transactionIdParamSchema, headers: idempotencyHeaderSchema.pick({ 'idempotency-key': true }), body: { required: false, content: json(op.body) } },
+      responses: {
+        [op.status]: { description: op.answer, headers: replayHeaders, content: json(record) },
+        ...errors([400, 401, 402, 404, 409, 410, 413], {
+          400: op.kind === 'void' ? 'Malformed id or body.' : 'Malformed id or body, or `amount` over the limit (the message names it).',
+          402: `The processor declined the ${op.kind}: msg says what it answered. Nothing changed.`,
+          409: 'The transaction\'s status does not allow it (the message names the status and what is allowed); the Idempotency-Key was used with another body; or another operation on it is in progress (Retry-After: 1).',
+        }),
+      },
+    });
+  }
+
   registry.registerPath({
     method: 'post',
     path: '/api/transaction',

@@ -24,6 +24,8 @@ export interface RefusedRow {
 export interface BatchSummary {
   rows: number;
   approved: number;
+  /** Of the approved rows, authorizations awaiting capture (status authorized). */
+  authorized: number;
   declined: number;
   error: number;
   first_refused: RefusedRow[];
@@ -36,11 +38,12 @@ const RESPONSE = column('response');
 const RESPONSE_CODE = column('response_code');
 const IDEMPOTENCY_KEY = column('idempotency_key');
 const REASON = column('processor_response_text');
+const STATUS = column('status');
 
 export async function summarizeBatch(env: Env, merchantId: string, id: string, clock: Clock): Promise<SummaryOutcome> {
   const download = await openDownload(env, merchantId, id, clock);
   if (!download.ok) return download;
-  const summary: BatchSummary = { rows: 0, approved: 0, declined: 0, error: 0, first_refused: [] };
+  const summary: BatchSummary = { rows: 0, approved: 0, authorized: 0, declined: 0, error: 0, first_refused: [] };
   let header = true;
   // A result file is at most a few hundred bytes per row of an upload that BATCH_MAX_BYTES bounded.
   for await (const record of readCsv(download.body, Number.MAX_SAFE_INTEGER)) {
@@ -52,6 +55,7 @@ export async function summarizeBatch(env: Env, merchantId: string, id: string, c
     summary.rows++;
     if (response === 'approved') {
       summary.approved++;
+      if (record.fields[STATUS] === 'authorized') summary.authorized++;
       continue;
     }
     const refused = response === 'declined' ? 'declined' : 'error';

@@ -37,6 +37,7 @@ import { transactionDepsFromEnv } from './deps';
 import { Ledger, archivedBy, chunkPage, parseTransactionId, shardFor } from './ledger';
 import { Resolver, type Engine, type Prepared } from './payment-resolution';
 import { merchantProcessors } from './processors/registry';
+import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
 import { invalidRecord } from './records';
 import { normaliseInput, validateTransaction, type ValidTransaction } from './validation';
 
@@ -53,16 +54,33 @@ export async function processTransactions(
 }
 
 export type TransactionLookup =
-  | { ok: true; record: TransactionRecord }
+  | { ok: true; record: TransactionRecord; amountRefunded: number }
   | { ok: false; reason: 'not_found' }
   /** Past TRANSACTION_RETENTION_DAYS: the shard was archived to R2 under `archive`. */
   | { ok: false; reason: 'archived'; archive: string };
 
-/** A merchant's transaction by id: its record; not found when unknown, another merchant's, or still a claim. */
+/** A merchant's transaction by id, as it is now: its record; not found when unknown, another merchant's, or still a claim. */
 export async function getTransaction(env: Env, merchantId: string, id: string, clock: Clock): Promise<TransactionLookup> {
-  const parsed = parseTransactionId(id);
-  if (!parsed) return { ok: false, reason: 'not_found' };
   const now = clock();
+  const located = await locateTransaction(env, merchantId, id, now);
+  if (!located.ok) return located;
+  const { shard, query } = located;
+  const current = { expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)) };
+  const stored = (await shard.stub.find(shard.identity, { ...query, current })).find((s) => s.record.id === id);
+  return stored && !isClaim(stored) ? { ok: true, record: stored.record, amountRefunded: stored.amountRefunded ?? 0 } : { ok: false, reason: 'not_found' };
+}
+
+export type TransactionLocation =
+  | { ok: true; shard: ReturnType<typeof shardFor>; query: { ids: string[]; exact: string[]; floor: string[] } }
+  | { ok: false; reason: 'not_found' }
+  | { ok: false; reason: 'archived'; archive: string };
+
+/** The shard that holds a merchant's transaction (its id names it) and the page its record is on. */
+export async function locateTransaction(env: Env, merchantId: string, id: string, now: Date): Promise<TransactionLocation> {
+  const named = parseTransactionId(id);
+  // A refund lives in its original's shard, on no page of its own.
+  const parsed = named?.kind === 'refund' ? named.original : named;
+  if (!parsed) return { ok: false, reason: 'not_found' };
   let shard;
   if (parsed.kind === 'batch') {
     // The batch index says whose batch it is and when its shard's period began. Its row is deleted
@@ -79,12 +97,17 @@ export async function getTransaction(env: Env, merchantId: string, id: string, c
   }
   // Past retention the shard is archived (or about to be): the answer says where, without waking it.
   if (archivedBy(env, shard.identity.periodStart, now)) return archived(shard.identity.name);
-  const query = parsed.kind === 'batch' ? { ids: [id], exact: [], floor: [chunkPage(parsed.line)] } : { ids: [id], exact: [id], floor: [] };
-  const stored = (await shard.stub.find(shard.identity, query)).find((s) => s.record.id === id);
-  return stored && !isClaim(stored) ? { ok: true, record: stored.record } : { ok: false, reason: 'not_found' };
+  const originalId = named?.kind === 'refund' ? named.originalId : id;
+  const query =
+    named?.kind === 'refund'
+      ? { ids: [id], exact: [], floor: [] }
+      : parsed.kind === 'batch'
+        ? { ids: [id], exact: [], floor: [chunkPage(parsed.line)] }
+        : { ids: [id], exact: [originalId], floor: [] };
+  return { ok: true, shard, query };
 }
 
-function archived(shardName: string): TransactionLookup {
+function archived(shardName: string): { ok: false; reason: 'archived'; archive: string } {
   return { ok: false, reason: 'archived', archive: ledgerArchiveKey(shardName) };
 }
 

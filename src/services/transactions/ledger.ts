@@ -29,6 +29,8 @@ const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
 const BATCH_ID = /^bat_([0-9a-v]{20})$/;
 const BATCH_TRANSACTION_ID = /^txn_b([0-9]{8})([0-9a-v]{20})([1-9][0-9]{0,8})$/;
 const API_TRANSACTION_ID = /^txn_a([0-9]{8})([0-9a-v]{20})$/;
+/** A refund: its original's id without `txn_`, then `x` and its number among the original's refunds. */
+const REFUND_TRANSACTION_ID = /^txn_r([ab][0-9a-v]+)x([1-9][0-9]{0,3})$/;
 
 /** A claim made this close to midnight is checked against the neighbouring day's shard as well. */
 export const BOUNDARY_RECHECK_MS = 5 * 60_000;
@@ -81,10 +83,21 @@ export async function apiTransactionId(merchantId: string, idempotencyKey: strin
   return `txn_a${compactDay(day)}${hash}`;
 }
 
-export type ParsedTransactionId = { kind: 'batch'; day: string; batchId: string; line: number } | { kind: 'api'; day: string };
+type OriginalId = { kind: 'batch'; day: string; batchId: string; line: number } | { kind: 'api'; day: string };
+export type ParsedTransactionId = OriginalId | { kind: 'refund'; originalId: string; original: OriginalId };
 
-/** Which shard an id names; null for an id of no known form. */
+/** Which shard an id names; null for an id of no known form. A refund's shard is its original's. */
 export function parseTransactionId(id: string): ParsedTransactionId | null {
+  const refund = REFUND_TRANSACTION_ID.exec(id);
+  if (refund) {
+    const originalId = `txn_${refund[1]}`;
+    const original = parseOriginalId(originalId);
+    return original ? { kind: 'refund', originalId, original } : null;
+  }
+  return parseOriginalId(id);
+}
+
+function parseOriginalId(id: string): OriginalId | null {
   const batch = BATCH_TRANSACTION_ID.exec(id);
   const batchDay = batch?.[1] ? dashedDay(batch[1]) : null;
   if (batch && batchDay) return { kind: 'batch', day: batchDay, batchId: `bat_${batch[2]}`, line: Number(batch[3]) };
@@ -162,7 +175,8 @@ export class Ledger {
   /** The shard that holds a transaction, from its id. */
   #shardOf(stored: StoredTransaction): Shard {
     if (this.#context.source === 'batch' && this.#context.batchId !== undefined) return this.#batchShard(this.#context.batchId);
-    const parsed = parseTransactionId(String(stored.record.id));
+    const named = parseTransactionId(String(stored.record.id));
+    const parsed = named?.kind === 'refund' ? named.original : named;
     if (!parsed) throw new Error('a stored transaction has an id of no known form');
     return parsed.kind === 'batch' ? this.#batchShard(parsed.batchId) : apiShard(this.#env, this.#merchantId, parsed.day);
   }

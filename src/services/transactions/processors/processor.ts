@@ -45,6 +45,18 @@ export interface ChargeResult {
   cvvResponseCode: string | null;
 }
 
+/** A capture, void or refund of a transaction the processor answered before. */
+export interface Operation {
+  /** Minor units: what is captured or refunded; for a void, what the transaction held. */
+  amount: number;
+  /** The transaction it acts on (the processor's reference is the original's). */
+  transactionId: string;
+  paymentType: 'card' | 'ach';
+  /** The engine's key for this operation (the transaction, the kind and the client's key): as a charge's, never acted on twice. */
+  idempotencyKey: string;
+  claimedAt: string;
+}
+
 export interface PaymentProcessor {
   readonly type: ProcessorType;
   /** Asks for one charge; throws when the answer did not come back (it may or may not have been charged). */
@@ -54,6 +66,12 @@ export interface PaymentProcessor {
    * received one (a gateway's query by order id). Throws when the processor cannot be asked.
    */
   lookup(idempotencyKey: string, claimedAt: string): Promise<ChargeResult | null>;
+  /** Captures (part of) an authorization; throws like `charge` when the answer did not come back. */
+  capture(operation: Operation): Promise<ChargeResult>;
+  /** Voids an authorization or an unsettled transaction (an authorization reversal). */
+  void(operation: Operation): Promise<ChargeResult>;
+  /** Refunds (part of) a settled transaction. Every operation is found by `lookup` under its key too. */
+  refund(operation: Operation): Promise<ChargeResult>;
 }
 
 /** The gateway's `response` for a response code, by range. */

@@ -5,6 +5,8 @@
  *   2. the card or ACH account number: issuer declines (Stripe's well-known decline test cards),
  *      the prepaid card with a 10.00 balance (partial approval on authorize);
  *   3. otherwise approved.
+ * Captures, voids and refunds are approved, except an operation on OPERATION_DECLINE_AMOUNT (the
+ * amount captured or refunded; for a void, the transaction's amount): declined with code 303.
  * AVS comes from the billing postal code and CVV from cc_cvc, on every card answer an issuer gave.
  *
  * Like a gateway, it keeps what it was asked under each idempotency key: a key sent again gets its
@@ -17,7 +19,7 @@ import { coalesce } from '../../../lib/coalesce';
 import { randomId } from '../../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../../lib/time';
 import type { SandboxChargeEntry } from '../../../storage/sandbox-calls';
-import type { Charge, ChargeResult, PaymentProcessor } from './processor';
+import type { Charge, ChargeResult, Operation, PaymentProcessor } from './processor';
 
 interface Decline {
   code: number;
@@ -48,6 +50,17 @@ export const ACH_TRIGGERS: ReadonlyMap<string, Decline> = new Map([
   ['9990000002', { code: 200, processorCode: 'R02', text: 'ACCOUNT CLOSED' }],
   ['9990000003', { code: 222, processorCode: 'R03', text: 'NO ACCOUNT/UNABLE TO LOCATE ACCOUNT' }],
 ]);
+
+/** The amount (minor units) on which the sandbox declines a capture, a void or a refund. */
+export const OPERATION_DECLINE_AMOUNT = 303;
+
+/** Decides a capture, void or refund. */
+export function sandboxDecideOperation(kind: 'capture' | 'void' | 'refund', operation: Operation): ChargeResult {
+  if (operation.amount === OPERATION_DECLINE_AMOUNT) {
+    return decline({ code: 303, processorCode: null, text: `${kind.toUpperCase()} DECLINED BY PROCESSOR` }, null, null);
+  }
+  return approve(operation.amount, 100, null, null);
+}
 
 /** A prepaid card holding 10.00: an authorize above it is partially approved, a sale above it declined. */
 export const PREPAID_CARD = '4000000000001109';
@@ -224,5 +237,31 @@ export class SandboxProcessor implements PaymentProcessor {
 
   async lookup(idempotencyKey: string, claimedAt: string): Promise<ChargeResult | null> {
     return this.#find({ key: idempotencyKey, claimedAt });
+  }
+
+  async capture(operation: Operation): Promise<ChargeResult> {
+    return this.#operate('capture', operation);
+  }
+
+  async void(operation: Operation): Promise<ChargeResult> {
+    return this.#operate('void', operation);
+  }
+
+  async refund(operation: Operation): Promise<ChargeResult> {
+    return this.#operate('refund', operation);
+  }
+
+  /** An operation is remembered like a charge: under its key, answered once whatever is sent again. */
+  async #operate(kind: 'capture' | 'void' | 'refund', operation: Operation): Promise<ChargeResult> {
+    return this.#charge({
+      entry: {
+        idempotencyKey: operation.idempotencyKey,
+        type: kind,
+        amount: operation.amount,
+        paymentType: operation.paymentType,
+        result: JSON.stringify(sandboxDecideOperation(kind, operation)),
+      },
+      claimedAt: operation.claimedAt,
+    });
   }
 }
