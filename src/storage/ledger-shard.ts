@@ -605,10 +605,11 @@ export function deleteOperation(sql: SqlStorage, key: string): void {
   sql.exec('DELETE FROM operations WHERE key = ? AND answer IS NULL', key);
 }
 
-/** A processor's answer to an operation (services' ChargeResult has this shape). */
+/** A processor's answer to a charge or an operation (services' ChargeResult is this type). */
 export interface OperationResult {
   response: 'approved' | 'declined' | 'error';
   responseCode: number;
+  /** Minor units approved: the amount, less on a partial approval, 0 when not approved. */
   amountAuthorized: number;
   authCode: string | null;
   processorResponseCode: string | null;

@@ -6,6 +6,7 @@
  * `lookup` when a claim was left without an answer.
  */
 import type { ProcessorType } from '../../../schemas/admin';
+import type { OperationResult } from '../../../storage/ledger-shard';
 import type { AchAccountType, SecCode, TransactionType } from '../validation';
 
 export type { ProcessorType };
@@ -32,18 +33,11 @@ export interface Charge {
   claimedAt: string;
 }
 
-/** 100 approved, 110 partial approval; 2xx issuer decline; 3xx gateway decline; 4xx processor error. */
-export interface ChargeResult {
-  response: 'approved' | 'declined' | 'error';
-  responseCode: number;
-  /** Minor units approved: the amount, less on a partial approval, 0 when not approved. */
-  amountAuthorized: number;
-  authCode: string | null;
-  processorResponseCode: string | null;
-  processorResponseText: string;
-  avsResponseCode: string | null;
-  cvvResponseCode: string | null;
-}
+/**
+ * 100 approved, 110 partial approval; 2xx issuer decline; 3xx gateway decline; 4xx processor error.
+ * The ledger shard stores this answer as it is, so its shape is declared there (storage sits below).
+ */
+export type ChargeResult = OperationResult;
 
 /** A capture, void or refund of a transaction the processor answered before. */
 export interface Operation {
