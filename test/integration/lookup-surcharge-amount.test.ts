@@ -13,6 +13,7 @@ const VISA = '411111';
 const MASTERCARD = '555544';
 const DEBIT = '400005';
 const DE_COMMERCIAL = '535100';
+const AMEX_CHARGE = '371449';
 
 beforeAll(async () => {
   greedy = await createMerchant({ name: 'Greedy Shop', surcharge_rate_bps: 500 });
@@ -24,6 +25,7 @@ beforeAll(async () => {
       `${MASTERCARD},mastercard,Credit Bank,credit,world,US,false,false`,
       `${DEBIT},visa,Debit Bank,debit,classic,US,false,false`,
       `${DE_COMMERCIAL},mastercard,DE Business Bank,debit,business,DE,false,true`,
+      `${AMEX_CHARGE},amex,American Express,charge,green,US,false,false`,
     ].join('\n'),
   );
 });
@@ -41,6 +43,8 @@ describe('lookup with amount', () => {
     const at = async (key: string, bin: string, state: string) => surchargeOf(await lookupOk(key, { bin, country: 'US', state, amount: 10_000 }));
     expect(await at(greedy.secretKey, VISA, 'GA')).toEqual({ is_surchargeable: true, surcharge_amount: 300, surcharge_rate_bps: 300, surcharge_cap_bps: 300, surcharge_at_cost: true });
     expect(await at(greedy.secretKey, MASTERCARD, 'GA')).toEqual({ is_surchargeable: true, surcharge_amount: 400, surcharge_rate_bps: 400, surcharge_cap_bps: 400, surcharge_at_cost: true });
+    // Amex: never more than on other cards, so never above Visa's 3%.
+    expect(await at(greedy.secretKey, AMEX_CHARGE, 'GA')).toEqual({ is_surchargeable: true, surcharge_amount: 300, surcharge_rate_bps: 300, surcharge_cap_bps: 300, surcharge_at_cost: false });
     expect(await at(greedy.secretKey, VISA, 'OK')).toEqual({ is_surchargeable: true, surcharge_amount: 200, surcharge_rate_bps: 200, surcharge_cap_bps: 200, surcharge_at_cost: true });
     expect(await at(modest.secretKey, VISA, 'OK')).toEqual({ is_surchargeable: true, surcharge_amount: 150, surcharge_rate_bps: 150, surcharge_cap_bps: 200, surcharge_at_cost: true });
   });

@@ -91,8 +91,12 @@ function usNetworkRules(country: string): SurchargeRuleFields[] {
       note: `Discover: credit surcharges in ${where} no greater than the cost of acceptance. Diners Club, JCB and UnionPay cards are acquired there on Discover's network (binbatch's reading); start date assumed to be the networks' 2013-01-27. Sources: https://www.discoversurcharge.com/ ; ${MOOV}`,
     }),
     rule({
-      layer: 'network', country, effective_from: '2013-01-27', brands: ['amex'], funding: CREDIT, surcharge: 'allowed',
-      note: `American Express: surcharges in ${where} where the law allows, never above those on other cards (the merchant's one rate is the same for every brand); start date assumed to be the networks' 2013-01-27. Sources: http://3dmerchant.com/blog/merchant-processing-industry-news/american-express-surcharge ; ${MOOV}`,
+      layer: 'network', country, effective_from: '2013-01-27', brands: ['amex'], funding: CREDIT, surcharge: 'allowed', max_rate_bps: 400,
+      note: `American Express: surcharges in ${where} where the law allows, never above those on other cards, so at most the other networks' lowest cap (Visa's 4%); start date assumed to be the networks' 2013-01-27. Sources: http://3dmerchant.com/blog/merchant-processing-industry-news/american-express-surcharge ; ${MOOV}`,
+    }),
+    rule({
+      layer: 'network', country, effective_from: '2023-04-15', brands: ['amex'], funding: CREDIT, surcharge: 'allowed', max_rate_bps: 300,
+      note: `American Express: surcharges in ${where} never above those on other cards, so at most Visa's 3% since 2023-04-15 (a merchant's Visa surcharge is never more). Sources: http://3dmerchant.com/blog/merchant-processing-industry-news/american-express-surcharge ; ${MOOV}`,
     }),
   ];
 }
