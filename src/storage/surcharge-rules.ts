@@ -5,7 +5,7 @@
  * with `wrangler d1 execute --file` (scripts/surcharge-rules.mjs) and the tests run the same text:
  * so this module imports nothing that Node could not load (`.ts` file names, types only).
  */
-import { D1, HALF } from '../lib/platform-limits.ts';
+import { D1, HALF, WORKERS } from '../lib/platform-limits.ts';
 
 export type RuleOrigin = 'shipped' | 'operator';
 /** Who makes the rule: a card network (its rules for acceptance) or the law of the place. */
@@ -44,11 +44,18 @@ export interface SurchargeRule extends SurchargeRuleFields {
 
 /**
  * The most rules the table holds: the release's (test/unit/shipped-surcharge-rules.test.ts keeps
- * them under 500) plus the operator's (PUT takes at most 1,000). Every rule is read into each
- * isolate's memory (about 1 KB a rule, so under 2 MB: far inside HALF of the isolate's 128 MB).
+ * them under 500) plus the operator's (PUT takes at most 1,000). The whole set is read in one query
+ * and kept in each isolate's memory.
  */
 export const MAX_SHIPPED_RULES = 500;
 export const MAX_OPERATOR_RULES = 1_000;
+/**
+ * The rule set's memory at its largest: a rule is at most about 2 KB of text (a 500-character note,
+ * 30 brand ids, its fields), 4 KB as UTF-16 strings; 6 MB in all, a tenth of HALF an isolate's
+ * memory (test/unit/shipped-surcharge-rules.test.ts holds it there).
+ */
+export const RULE_SET_MAX_BYTES = (MAX_SHIPPED_RULES + MAX_OPERATOR_RULES) * 4_000;
+export const RULE_SET_MEMORY_BUDGET = (WORKERS.isolateMemoryBytes * HALF) / 10;
 
 interface RuleRow {
   origin: RuleOrigin;

@@ -5,7 +5,7 @@ import { EEA, eeaMembers } from '../../src/services/bin-lookup/surcharge-law/eco
 import { isKnownRegion, PLACES } from '../../src/services/bin-lookup/surcharge-law/places';
 import { SHIPPED_RULES } from '../../src/services/bin-lookup/surcharge-law/shipped-rules';
 import { D1 } from '../../src/lib/platform-limits';
-import { MAX_SHIPPED_RULES, shippedRelease, shippedRulesSql, storedList } from '../../src/storage/surcharge-rules';
+import { MAX_SHIPPED_RULES, RULE_SET_MAX_BYTES, RULE_SET_MEMORY_BUDGET, shippedRelease, shippedRulesSql, storedList } from '../../src/storage/surcharge-rules';
 
 describe('the shipped surcharge rules', () => {
   it('each name a source (a URL) in a note an operator could also PUT', () => {
@@ -23,6 +23,10 @@ describe('the shipped surcharge rules', () => {
     );
     expect(new Set(keys).size).toBe(keys.length);
     expect(SHIPPED_RULES.length).toBeLessThanOrEqual(MAX_SHIPPED_RULES);
+    // Every isolate holds the whole set: its largest stays inside a tenth of HALF the isolate's memory,
+    // and a shipped rule is well under the 2 KB of text each rule is budgeted.
+    expect(RULE_SET_MAX_BYTES).toBeLessThanOrEqual(RULE_SET_MEMORY_BUDGET);
+    expect(Math.max(...SHIPPED_RULES.map((rule) => JSON.stringify(rule).length))).toBeLessThan(2_000);
   });
 
   it('name only places the data knows, each with a time zone', () => {
