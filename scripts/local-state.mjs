@@ -9,7 +9,7 @@ import { copyDocsAssets } from './docs-assets.mjs';
 // The surcharge rules the release ships, and the SQL that upserts them (self-contained TypeScript,
 // loaded with Node's type stripping): the same text the tests and the deploy steps run.
 import { SHIPPED_RULES } from '../src/services/bin-lookup/surcharge-law/shipped-rules.ts';
-import { shippedRulesSql } from '../src/storage/surcharge-rules.ts';
+import { shippedRulesSql } from '../src/storage/surcharge-rules-sql.ts';
 
 const require = createRequire(import.meta.url);
 /** wrangler's CLI entry, run with this same Node (22, from the `node` devDependency). */

@@ -122,6 +122,7 @@ describe('GET /admin/surcharge-rules', () => {
     country: string;
     region: string;
     effective_from: string;
+    brands: string[];
     funding: string[];
     surcharge: string;
     max_rate_bps: number | null;
@@ -151,7 +152,9 @@ describe('GET /admin/surcharge-rules', () => {
     // The country's network rules apply there too: Visa's 3% from 2023-04-15.
     expect(after.some((rule) => rule.region === '*' && rule.layer === 'network')).toBe(true);
     expect(after.every((rule) => rule.country === 'US' && (rule.region === '*' || rule.region === 'CO'))).toBe(true);
-    expect((await colorado('2023-04-15')).filter((rule) => rule.max_rate_bps === 300)).toHaveLength(1);
+    const visa = (list: Rule[]) => list.filter((rule) => rule.layer === 'network' && rule.brands.includes('visa') && rule.funding.includes('credit'));
+    expect(visa(after)).toMatchObject([{ effective_from: '2013-01-27', max_rate_bps: 400 }]);
+    expect(visa(await colorado('2023-04-15'))).toMatchObject([{ effective_from: '2023-04-15', max_rate_bps: 300 }]);
   });
 
   it("lists one origin: the operator's own rules, to edit and PUT back", async () => {

@@ -5,7 +5,7 @@ import { EEA, eeaMembers } from '../../src/services/bin-lookup/surcharge-law/eco
 import { isKnownRegion, PLACES } from '../../src/services/bin-lookup/surcharge-law/places';
 import { SHIPPED_RULES } from '../../src/services/bin-lookup/surcharge-law/shipped-rules';
 import { D1 } from '../../src/lib/platform-limits';
-import { MAX_SHIPPED_RULES, RULE_SET_MAX_BYTES, RULE_SET_MEMORY_BUDGET, shippedRelease, shippedRulesSql, storedList } from '../../src/storage/surcharge-rules';
+import { MAX_SHIPPED_RULES, RULE_SET_MAX_BYTES, RULE_SET_MEMORY_BUDGET, shippedRelease, shippedRulesSql, storedList } from '../../src/storage/surcharge-rules-sql';
 
 describe('the shipped surcharge rules', () => {
   it('each name a source (a URL) in a note an operator could also PUT', () => {

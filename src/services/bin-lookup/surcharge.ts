@@ -37,7 +37,7 @@ export async function isSurchargeable(
 /**
  * The whole rule set, by country, kept in the isolate for the data version it was read at (every
  * rule change and BIN import bumps it): a warm lookup reads no rules from D1 or KV. It is small
- * (MAX_SHIPPED_RULES + MAX_OPERATOR_RULES rows at most, storage/surcharge-rules.ts), so one read
+ * (MAX_SHIPPED_RULES + MAX_OPERATOR_RULES rows at most, storage/surcharge-rules-sql.ts), so one read
  * serves every place; a failed read is not remembered.
  */
 let memo: { version: number; rules: Promise<ReadonlyMap<string, SurchargeRule[]>> } | undefined;

@@ -5,13 +5,13 @@
  * docs/bin-lookup.md ("Decisions on disputed facts") says why. None of this is legal advice.
  *
  * `npm run dev`, the tests and the deploy steps apply these rules with an upsert keyed by place,
- * layer, date and conditions (storage/surcharge-rules.ts `shippedRulesSql`), so a correction here
+ * layer, date and conditions (storage/surcharge-rules-sql.ts `shippedRulesSql`), so a correction here
  * reaches a database that already holds the older rule; operators' own rules are never touched.
  *
  * Dates are local dates of the place of sale. "2000-01-01" stands for "in force before the first
  * date this data answers for" (the networks opened US surcharging on 2013-01-27).
  */
-import type { CardClass, Funding, IssuerRegion, RuleLayer, SurchargeRuleFields } from '../../../storage/surcharge-rules';
+import type { CardClass, Funding, IssuerRegion, RuleLayer, SurchargeRuleFields } from '../../../storage/surcharge-rules-sql';
 import { eeaMembers } from './economic-areas.ts';
 
 interface RuleInput {
