@@ -88,10 +88,52 @@ CREATE TABLE IF NOT EXISTS bin_data_version (
 );
 INSERT OR IGNORE INTO bin_data_version (id, version, updated_at) VALUES (1, 1, '2026-01-01T00:00:00.000Z');
 
--- Surcharge law as data. region '*' covers the whole country; a row for the exact region wins.
--- Of a key's rows, the one with the latest effective_from (a date, YYYY-MM-DD) not in the future
--- applies. surcharge: allowed | prohibited | commercial_only (consumer cards banned, e.g. EU).
--- Dates of long-standing bans are given as 2000-01-01 ("in force before this table").
+-- Surcharge rules (docs/bin-lookup.md "Surcharge rules"): the card networks' rules and the law as
+-- data. A rule applies in `country`, in `region` or in the whole country ('*'), from
+-- `effective_from` (a local date of the place of sale), to the cards its conditions name (empty =
+-- any): `brands` or `except_brands` (comma lists of brand ids), `funding` (credit, debit, prepaid,
+-- charge), `card_class` (consumer or commercial) and `issuer_region` (domestic, area, foreign:
+-- where the card was issued, relative to the place of sale). The rules of one line (same origin
+-- aside, same layer, place and conditions) supersede each other by date; every line in force that
+-- names the card must allow a surcharge, and at least one must (no rule: not surchargeable).
+-- origin: 'shipped' rows are the release's (scripts/surcharge-rules.mjs upserts them, stamped with
+-- shipped_release; rows of an older release are removed); 'operator' rows are PUT
+-- /admin/surcharge-rules's and are never touched by a release.
+-- (surcharge_rules, the first model's table, could not be altered in place: see below.)
+CREATE TABLE IF NOT EXISTS surcharge_rules_v2 (
+  origin TEXT NOT NULL CHECK (origin IN ('shipped', 'operator')),
+  layer TEXT NOT NULL CHECK (layer IN ('network', 'law')),
+  country TEXT NOT NULL,
+  region TEXT NOT NULL,
+  effective_from TEXT NOT NULL,
+  brands TEXT NOT NULL DEFAULT '',
+  except_brands TEXT NOT NULL DEFAULT '',
+  funding TEXT NOT NULL DEFAULT '',
+  card_class TEXT NOT NULL DEFAULT '' CHECK (card_class IN ('', 'consumer', 'commercial')),
+  issuer_region TEXT NOT NULL DEFAULT '',
+  surcharge TEXT NOT NULL CHECK (surcharge IN ('allowed', 'prohibited', 'commercial_only')),
+  max_rate_bps INTEGER CHECK (max_rate_bps IS NULL OR max_rate_bps BETWEEN 0 AND 10000),
+  at_cost INTEGER NOT NULL DEFAULT 0 CHECK (at_cost IN (0, 1)),
+  note TEXT,
+  shipped_release TEXT,
+  PRIMARY KEY (origin, country, region, layer, effective_from, brands, except_brands, funding, card_class, issuer_region)
+) WITHOUT ROWID;
+
+-- One row: which release of the shipped rules the table holds, and whether the first model's
+-- operator rules were copied over.
+CREATE TABLE IF NOT EXISTS surcharge_rules_state (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  shipped_release TEXT,
+  shipped_applied_at TEXT,
+  legacy_copied_at TEXT
+);
+INSERT OR IGNORE INTO surcharge_rules_state (id) VALUES (1);
+
+-- The first model's table (one verdict per country, region and date; a region's row replaced its
+-- country's). It stays, unread by the current code, so a Worker still running the previous release
+-- keeps answering while a deployment upgrades (schema first, then the code). Its rows are copied
+-- once into surcharge_rules_v2 as operator rules, except the rows of its own seed (they were that
+-- release's, and the shipped rules replace them).
 CREATE TABLE IF NOT EXISTS surcharge_rules (
   country TEXT NOT NULL,
   region TEXT NOT NULL,
@@ -101,51 +143,53 @@ CREATE TABLE IF NOT EXISTS surcharge_rules (
   note TEXT,
   PRIMARY KEY (country, region, effective_from)
 ) WITHOUT ROWID;
--- Seeded only into an empty table, so re-applying the schema never undoes an operator's PUT.
-INSERT OR IGNORE INTO surcharge_rules (country, region, effective_from, surcharge, max_rate_bps, note)
-SELECT * FROM (VALUES
-  ('US', '*', '2013-01-27', 'allowed', 400, 'Card networks allow credit surcharges in the US since the 2013 settlement; Visa cap 4%'),
-  ('US', '*', '2023-04-15', 'allowed', 300, 'Card networks allow credit surcharges in the US; Visa cap 3% since 2023-04-15'),
-  ('US', 'CT', '2000-01-01', 'prohibited', NULL, 'Connecticut prohibits surcharges'),
-  ('US', 'MA', '2000-01-01', 'prohibited', NULL, 'Massachusetts prohibits surcharges'),
-  ('US', 'ME', '2000-01-01', 'prohibited', NULL, 'Maine prohibits surcharges'),
-  ('US', 'PR', '2000-01-01', 'prohibited', NULL, 'Puerto Rico prohibits surcharges'),
-  ('PR', '*', '2000-01-01', 'prohibited', NULL, 'Puerto Rico prohibits surcharges'),
-  ('US', 'CO', '2000-01-01', 'allowed', 200, 'Colorado caps surcharges at 2% or the processing cost'),
-  ('CA', '*', '2022-10-06', 'allowed', 240, 'Canada allows credit surcharges since 2022-10-06, capped at 2.4%'),
-  ('CA', 'QC', '2000-01-01', 'prohibited', NULL, 'Quebec consumer protection law prohibits card fees'),
-  ('AT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('BE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('BG', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('HR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('CY', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('CZ', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('DK', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('EE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('FI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('FR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('DE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('GR', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('HU', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('IE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('IT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('LV', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('LT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('LU', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('MT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('NL', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('PL', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('PT', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('RO', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('SK', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('SI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('ES', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('SE', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('IS', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('LI', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('NO', '*', '2018-01-13', 'commercial_only', NULL, 'EU/EEA: surcharges on consumer cards banned since 2018-01-13'),
-  ('GB', '*', '2018-01-13', 'commercial_only', NULL, 'UK: surcharges on consumer cards banned since 2018-01-13')
-) WHERE NOT EXISTS (SELECT 1 FROM surcharge_rules);
+INSERT OR IGNORE INTO surcharge_rules_v2 (origin, layer, country, region, effective_from, surcharge, max_rate_bps, note)
+SELECT 'operator', 'law', country, region, effective_from, surcharge, max_rate_bps, note FROM surcharge_rules
+WHERE (SELECT legacy_copied_at FROM surcharge_rules_state WHERE id = 1) IS NULL
+  AND (country, region, effective_from, surcharge, IFNULL(max_rate_bps, -1)) NOT IN (VALUES
+  ('US', '*', '2013-01-27', 'allowed', 400),
+  ('US', '*', '2023-04-15', 'allowed', 300),
+  ('US', 'CT', '2000-01-01', 'prohibited', -1),
+  ('US', 'MA', '2000-01-01', 'prohibited', -1),
+  ('US', 'ME', '2000-01-01', 'prohibited', -1),
+  ('US', 'PR', '2000-01-01', 'prohibited', -1),
+  ('PR', '*', '2000-01-01', 'prohibited', -1),
+  ('US', 'CO', '2000-01-01', 'allowed', 200),
+  ('CA', '*', '2022-10-06', 'allowed', 240),
+  ('CA', 'QC', '2000-01-01', 'prohibited', -1),
+  ('AT', '*', '2018-01-13', 'commercial_only', -1),
+  ('BE', '*', '2018-01-13', 'commercial_only', -1),
+  ('BG', '*', '2018-01-13', 'commercial_only', -1),
+  ('HR', '*', '2018-01-13', 'commercial_only', -1),
+  ('CY', '*', '2018-01-13', 'commercial_only', -1),
+  ('CZ', '*', '2018-01-13', 'commercial_only', -1),
+  ('DK', '*', '2018-01-13', 'commercial_only', -1),
+  ('EE', '*', '2018-01-13', 'commercial_only', -1),
+  ('FI', '*', '2018-01-13', 'commercial_only', -1),
+  ('FR', '*', '2018-01-13', 'commercial_only', -1),
+  ('DE', '*', '2018-01-13', 'commercial_only', -1),
+  ('GR', '*', '2018-01-13', 'commercial_only', -1),
+  ('HU', '*', '2018-01-13', 'commercial_only', -1),
+  ('IE', '*', '2018-01-13', 'commercial_only', -1),
+  ('IT', '*', '2018-01-13', 'commercial_only', -1),
+  ('LV', '*', '2018-01-13', 'commercial_only', -1),
+  ('LT', '*', '2018-01-13', 'commercial_only', -1),
+  ('LU', '*', '2018-01-13', 'commercial_only', -1),
+  ('MT', '*', '2018-01-13', 'commercial_only', -1),
+  ('NL', '*', '2018-01-13', 'commercial_only', -1),
+  ('PL', '*', '2018-01-13', 'commercial_only', -1),
+  ('PT', '*', '2018-01-13', 'commercial_only', -1),
+  ('RO', '*', '2018-01-13', 'commercial_only', -1),
+  ('SK', '*', '2018-01-13', 'commercial_only', -1),
+  ('SI', '*', '2018-01-13', 'commercial_only', -1),
+  ('ES', '*', '2018-01-13', 'commercial_only', -1),
+  ('SE', '*', '2018-01-13', 'commercial_only', -1),
+  ('IS', '*', '2018-01-13', 'commercial_only', -1),
+  ('LI', '*', '2018-01-13', 'commercial_only', -1),
+  ('NO', '*', '2018-01-13', 'commercial_only', -1),
+  ('GB', '*', '2018-01-13', 'commercial_only', -1)
+);
+UPDATE surcharge_rules_state SET legacy_copied_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = 1 AND legacy_copied_at IS NULL;
 
 
 -- == Tokens and customer vault ===============================================================

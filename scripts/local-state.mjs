@@ -6,6 +6,10 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { copyDocsAssets } from './docs-assets.mjs';
+// The surcharge rules the release ships, and the SQL that upserts them (self-contained TypeScript,
+// loaded with Node's type stripping): the same text the tests and the deploy steps run.
+import { SHIPPED_RULES } from '../src/services/bin-lookup/surcharge-law/shipped-rules.ts';
+import { shippedRulesSql } from '../src/storage/surcharge-rules-sql.ts';
 
 const require = createRequire(import.meta.url);
 /** wrangler's CLI entry, run with this same Node (22, from the `node` devDependency). */
@@ -102,8 +106,14 @@ export function sampleBinsSql(now = new Date().toISOString()) {
   return statements.join('\n');
 }
 
+/** The SQL applying the shipped surcharge rules: an idempotent upsert (scripts/surcharge-rules.mjs). */
+export async function surchargeRulesSql() {
+  return (await shippedRulesSql(SHIPPED_RULES)).join('\n');
+}
+
 /**
- * Applies the schema, seeds the demo merchant (idempotent) and, into an empty bins table, the sample BINs.
+ * Applies the schema and the shipped surcharge rules, seeds the demo merchant (idempotent) and,
+ * into an empty bins table, the sample BINs.
  * `persistTo` and `config` point at another state directory and wrangler config (the benchmark's fresh
  * state); `sampleBins: false` leaves the bins table empty (the benchmark imports the full dataset).
  */
@@ -112,6 +122,8 @@ export async function seedLocalState({ persistTo, config, sampleBins = true, log
   copyDocsAssets(); // wrangler needs the static assets folder (public/) complete before it starts
   log('Applying schema.sql to the local D1...');
   executeLocalSql(readFileSync('schema.sql', 'utf8'), where);
+  log('Applying the shipped surcharge rules (an upsert: operator rules are kept)...');
+  executeLocalSql(await surchargeRulesSql(), where);
   log(`Seeding the demo merchant (${DEMO.merchantId})...`);
   executeLocalSql(demoMerchantSql(), where);
   if (!sampleBins) return;

@@ -176,10 +176,10 @@ export const README_EXAMPLES: ReadmeExample[] = [
   {
     "method": "GET",
     "path": "/admin/surcharge-rules",
-    "query": "",
+    "query": "?origin=operator",
     "contentType": null,
     "body": null,
-    "source": "curl -s http://localhost:8787/admin/surcharge-rules -H \"Authorization: $ADMIN_TOKEN\" \\\n  | sed -E 's/^\\{\"status\":\"success\",\"msg\":\"success\",\"data\":(.*)\\}$/\\1/' > /tmp/rules.json",
+    "source": "curl -s 'http://localhost:8787/admin/surcharge-rules?origin=operator' -H \"Authorization: $ADMIN_TOKEN\" \\\n  | sed -E 's/^\\{\"status\":\"success\",\"msg\":\"success\",\"data\":(.*)\\}$/\\1/' > /tmp/rules.json",
     "page": "docs/bin-lookup",
     "section": "BIN data and surcharge rules (operators)"
   },
@@ -192,6 +192,56 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "source": "curl -s -X PUT http://localhost:8787/admin/surcharge-rules -H \"Authorization: $ADMIN_TOKEN\" \\\n  -H 'Content-Type: application/json' --data-binary @/tmp/rules.json",
     "page": "docs/bin-lookup",
     "section": "BIN data and surcharge rules (operators)"
+  },
+  {
+    "method": "GET",
+    "path": "/admin/surcharge-rules",
+    "query": "?in_force_on=2022-06-30&country=US&region=CO",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s 'http://localhost:8787/admin/surcharge-rules?in_force_on=2022-06-30&country=US&region=CO' \\\n  -H \"Authorization: $ADMIN_TOKEN\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"rules\":[…\"region\":\"CO\",…\"funding\":[\"charge\",\"credit\"],…\"surcharge\":\"prohibited\",…]}}",
+    "page": "docs/bin-lookup",
+    "section": "BIN data and surcharge rules (operators)"
+  },
+  {
+    "method": "POST",
+    "path": "/api/lookup/bin/protected",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"bin\": \"411111\", \"country\": \"US\", \"state\": \"OK\", \"amount\": 10000}",
+    "source": "curl -s -X POST http://localhost:8787/api/lookup/bin/protected \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"bin\": \"411111\", \"country\": \"US\", \"state\": \"OK\", \"amount\": 10000}'\n# → {\"bin\":\"411111\",\"card_brand\":\"visa\",\"issuing_bank\":\"Sample Test Bank\",\"card_type\":\"credit\",\"card_level_generic\":\"classic\",\"country\":\"US\",\"is_surchargeable\":true,\"payment_method_type\":\"card\",\"is_prepaid\":false,\"is_commercial\":false,\"issuer_currency\":\"USD\",\"surcharge_amount\":200,\"surcharge_rate_bps\":200,\"surcharge_cap_bps\":200,\"surcharge_at_cost\":true}",
+    "page": "docs/bin-lookup",
+    "section": "How a lookup is answered"
+  },
+  {
+    "method": "POST",
+    "path": "/api/lookup/bin/protected",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"bin\": \"411111\", \"amount\": 10000}",
+    "source": "curl -s -X POST http://localhost:8787/api/lookup/bin/protected \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -d '{\"bin\": \"411111\", \"amount\": 10000}'\n# → 400 {\"status\":\"failed\",\"msg\":\"amount: needs country and state (the place of sale, whose rules decide the surcharge)\",\"data\":null,\"errors\":[{\"field\":\"amount\",\"msg\":\"needs country and state (the place of sale, whose rules decide the surcharge)\"}]}",
+    "page": "docs/bin-lookup",
+    "section": "How a lookup is answered"
+  },
+  {
+    "method": "POST",
+    "path": "/admin/bins/import",
+    "query": "",
+    "contentType": "text/csv",
+    "body": "@/tmp/kinds.csv",
+    "source": "curl -s -X POST http://localhost:8787/admin/bins/import -H \"Authorization: $ADMIN_TOKEN\" \\\n  -H 'Content-Type: text/csv' --data-binary @/tmp/kinds.csv\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"imported\":9,\"skipped\":0,\"errors\":[]}}",
+    "page": "docs/bin-lookup",
+    "section": "What the lookup answers for each kind of card"
+  },
+  {
+    "method": "POST",
+    "path": "/api/lookup/bin/protected",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"bin\": \"$1\", \"country\": \"$2\", \"state\": \"$3\"}",
+    "source": "surchargeable() { curl -s -X POST http://localhost:8787/api/lookup/bin/protected -H \"Authorization: $SECRET\" \\\n  -H 'Content-Type: application/json' -d \"{\\\"bin\\\": \\\"$1\\\", \\\"country\\\": \\\"$2\\\", \\\"state\\\": \\\"$3\\\"}\" \\\n  | sed -E 's/.*\"is_surchargeable\":(true|false).*/\\1/'; }",
+    "page": "docs/bin-lookup",
+    "section": "What the lookup answers for each kind of card"
   },
   {
     "method": "POST",

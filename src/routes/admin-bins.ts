@@ -8,9 +8,9 @@ import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
 import { validate } from '../middleware/validate';
-import { surchargeRulesSchema } from '../schemas/lookup';
+import { surchargeRulesQuerySchema, surchargeRulesSchema } from '../schemas/lookup';
 import { importAccountRanges, importBins, IMPORT_LIMITS } from '../services/bin-lookup/import';
-import { listSurchargeRules, replaceSurchargeRules } from '../services/bin-lookup/surcharge';
+import { listSurchargeRules, replaceOperatorRules } from '../services/bin-lookup/surcharge';
 
 export const adminBins = new Hono<AppEnv>();
 
@@ -36,10 +36,20 @@ adminBins.post('/bins/ranges/import', async (c) => {
   return c.json(success(result));
 });
 
-adminBins.get('/surcharge-rules', async (c) => c.json(success({ rules: await listSurchargeRules(c.env) })));
+/** Every rule (both origins, history included), or those in force on a date; of a place or an origin. */
+adminBins.get('/surcharge-rules', validate('query', surchargeRulesQuerySchema), async (c) => {
+  const query = c.req.valid('query');
+  const rules = await listSurchargeRules(c.env, {
+    inForceOn: query.in_force_on,
+    country: query.country,
+    region: query.country !== undefined ? query.region : undefined,
+    origin: query.origin,
+  });
+  return c.json(success({ rules }));
+});
 
-/** Replaces the whole rule set (history included: keep the older rows to keep their dates). */
+/** Replaces the operator's rules (history included: keep older rows to keep their dates); the shipped ones stay. */
 adminBins.put('/surcharge-rules', validate('json', surchargeRulesSchema), async (c) => {
   const { rules } = c.req.valid('json');
-  return c.json(success({ rules: await replaceSurchargeRules(c.env, rules, systemClock()) }));
+  return c.json(success({ rules: await replaceOperatorRules(c.env, rules, systemClock()) }));
 });

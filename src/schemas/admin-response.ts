@@ -58,11 +58,21 @@ export const importResultSchema = z
 
 export const surchargeRuleSchema = z
   .strictObject({
+    origin: z.enum(['shipped', 'operator']).meta({ description: "`shipped`: the release's rules (kept current by each release); `operator`: yours (PUT)." }),
+    layer: z.enum(['law', 'network']),
     country: z.string().regex(/^[A-Z]{2}$/),
     region: z.string().meta({ description: 'A region code, or `*` for the whole country.' }),
-    effective_from: z.iso.date(),
+    effective_from: z.iso.date().meta({ description: 'From local midnight of this day at the place of sale.' }),
+    brands: z.array(z.string()).meta({ description: 'Only cards of these brands (empty: any).' }),
+    except_brands: z.array(z.string()).meta({ description: 'Not cards of these brands.' }),
+    funding: z.array(z.enum(['credit', 'debit', 'prepaid', 'charge'])).meta({ description: 'Only cards of these funding types (empty: any).' }),
+    card_class: z.enum(['consumer', 'commercial']).nullable(),
+    issuer_region: z
+      .array(z.enum(['domestic', 'area', 'foreign']))
+      .meta({ description: 'Only cards issued in the country of sale, in its economic area (EEA), or elsewhere (empty: any).' }),
     surcharge: z.enum(['allowed', 'prohibited', 'commercial_only']),
     max_rate_bps: z.int().min(0).max(10_000).nullable(),
+    at_cost: z.boolean().meta({ description: "Only up to the merchant's cost of acceptance (its configured rate)." }),
     note: z.string().nullable(),
   })
   .meta({ id: 'SurchargeRule' });

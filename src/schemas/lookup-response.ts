@@ -20,7 +20,7 @@ export const binLookupResponseSchema = z
     is_surchargeable: z
       .boolean()
       .optional()
-      .meta({ description: 'Only when both `country` and `state` were sent: may a surcharge be added in that region.' }),
+      .meta({ description: 'Only when both `country` and `state` were sent: may a surcharge be added to a sale with this card there (the place of sale).' }),
     payment_method_type: z.enum(['card', 'ach']).optional(),
     is_prepaid: z.boolean().optional().meta({ description: 'Additive: a prepaid card, when the BIN data knows.' }),
     is_commercial: z.boolean().optional().meta({ description: 'Additive: a commercial (business, corporate) card, when the BIN data knows.' }),
@@ -29,6 +29,27 @@ export const binLookupResponseSchema = z
       .regex(/^[A-Z]{3}$/)
       .optional()
       .meta({ description: "Additive: the issuer's currency, ISO 4217, when the BIN data knows." }),
+    surcharge_amount: z
+      .int()
+      .min(0)
+      .optional()
+      .meta({ description: "Additive, only when `amount` was sent: the surcharge the merchant may add to it, in minor units (its rate, limited by the cap in force; 0 when not surchargeable)." }),
+    surcharge_rate_bps: z
+      .int()
+      .min(0)
+      .max(10_000)
+      .optional()
+      .meta({ description: "Additive, only with `amount`: the rate applied, the merchant's surcharge_rate_bps or the lower cap (0 when not surchargeable)." }),
+    surcharge_cap_bps: z
+      .int()
+      .min(0)
+      .max(10_000)
+      .optional()
+      .meta({ description: 'Additive, only with `amount`: the lowest numeric cap in force, when there is one (Visa US: 300).' }),
+    surcharge_at_cost: z
+      .boolean()
+      .optional()
+      .meta({ description: "Additive, only with `amount`: a rule in force limits the surcharge to the merchant's cost of acceptance, which its configured rate must not exceed." }),
   })
   .meta({
     id: 'BinLookupResponse',

@@ -1,47 +1,53 @@
-/** D1 access for `surcharge_rules`: surcharge law by country and region, with effective dates. */
+/**
+ * D1 access for the surcharge rules: every rule (both origins) and the operator's rule set, which
+ * PUT /admin/surcharge-rules replaces. The rows, their mapping and the shipped rules' SQL:
+ * surcharge-rules-sql.ts (Node loads it too).
+ */
+import { D1, HALF } from '../lib/platform-limits';
+import { COLUMNS, JSON_SELECT, toRow, toRule, type RuleRow, type SurchargeRule, type SurchargeRuleFields } from './surcharge-rules-sql';
 
-export type SurchargePolicy = 'allowed' | 'prohibited' | 'commercial_only';
+export type {
+  CardClass,
+  Funding,
+  IssuerRegion,
+  RuleLayer,
+  RuleOrigin,
+  RuleVerdict,
+  SurchargeRule,
+  SurchargeRuleFields,
+} from './surcharge-rules-sql';
+export { MAX_OPERATOR_RULES, MAX_SHIPPED_RULES, shippedRulesSql, storedList } from './surcharge-rules-sql';
 
-export interface SurchargeRule {
-  country: string;
-  /** A region (state, province) code, or '*' for the whole country. */
-  region: string;
-  /** YYYY-MM-DD: the rule applies from this day (UTC) on. */
-  effective_from: string;
-  surcharge: SurchargePolicy;
-  max_rate_bps: number | null;
-  note: string | null;
-}
-
-/** The stored columns are exactly the rule's fields, so rows need no mapping. */
-const RULE_COLUMNS = 'country, region, effective_from, surcharge, max_rate_bps, note';
-
-/** Every rule for the country's region and for the whole country, any effective date. */
-export async function findRulesForRegion(db: D1Database, country: string, region: string): Promise<SurchargeRule[]> {
-  const { results } = await db
-    .prepare(`SELECT ${RULE_COLUMNS} FROM surcharge_rules WHERE country = ?1 AND region IN (?2, '*') ORDER BY region, effective_from`)
-    .bind(country, region)
-    .all<SurchargeRule>();
-  return results;
-}
-
+/**
+ * Every rule, both origins, history included. Bounded by MAX_SHIPPED_RULES + MAX_OPERATOR_RULES
+ * rows (surcharge-rules-sql.ts), so one query answers them all.
+ */
 export async function listRules(db: D1Database): Promise<SurchargeRule[]> {
   const { results } = await db
-    .prepare(`SELECT ${RULE_COLUMNS} FROM surcharge_rules ORDER BY country, region, effective_from`)
-    .all<SurchargeRule>();
-  return results;
+    .prepare(`SELECT ${COLUMNS.join(', ')} FROM surcharge_rules_v2 ORDER BY country, region, layer, effective_from, origin`)
+    .all<RuleRow>();
+  return results.map(toRule);
 }
 
-/** Statements replacing the whole rule set, for one db.batch (a transaction). */
-export function replaceRulesStatements(db: D1Database, rules: readonly SurchargeRule[]): D1PreparedStatement[] {
+/**
+ * Rules per statement when they travel as one JSON parameter: a rule is at most about 1 KB (a note
+ * of 500 characters and its conditions), so 500 of them stay under HALF of D1's 2 MB for a string.
+ */
+const OPERATOR_RULES_PER_STATEMENT = Math.floor((D1.rowBytes * HALF) / 2_000);
+
+/**
+ * Statements replacing the operator's rules (the shipped ones stay), for one db.batch (a
+ * transaction). Each statement carries a chunk of rules as one bound JSON parameter.
+ */
+export function replaceOperatorRulesStatements(db: D1Database, rules: readonly SurchargeRuleFields[]): D1PreparedStatement[] {
   const insert = db.prepare(
-    `INSERT INTO surcharge_rules (country, region, effective_from, surcharge, max_rate_bps, note)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+    `INSERT INTO surcharge_rules_v2 (${COLUMNS.join(', ')})
+     SELECT 'operator', ${JSON_SELECT} FROM json_each(?1) WHERE true`,
   );
-  return [
-    db.prepare('DELETE FROM surcharge_rules'),
-    ...rules.map((rule) =>
-      insert.bind(rule.country, rule.region, rule.effective_from, rule.surcharge, rule.max_rate_bps, rule.note),
-    ),
-  ];
+  const statements = [db.prepare("DELETE FROM surcharge_rules_v2 WHERE origin = 'operator'")];
+  for (let start = 0; start < rules.length; start += OPERATOR_RULES_PER_STATEMENT) {
+    statements.push(insert.bind(JSON.stringify(rules.slice(start, start + OPERATOR_RULES_PER_STATEMENT).map(toRow))));
+  }
+  return statements;
 }
+

@@ -33,7 +33,7 @@ function testDeps() {
     surchargePolicy: async (card: CardMetadata, region) => {
       calls.surcharge++;
       const allowed = card.card_type?.toLowerCase() === 'credit' && region.country === 'US' && region.state !== 'CT';
-      return { allowed, maxRateBps: null };
+      return { allowed, maxRateBps: null, atCost: false };
     },
     resolveVaultPaymentMethods: async (references) => {
       calls.vault++;

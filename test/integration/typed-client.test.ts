@@ -46,6 +46,17 @@ describe('the typed client', () => {
     expect(body.bin).toBe('411111');
   });
 
+  it("types the lookup's amount and the surcharge it answers", async () => {
+    const response = await api.api.lookup.bin.protected.$post({ json: { bin: '411111', country: 'US', state: 'GA', amount: 10_000 } });
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    // Typed from the response schema: numbers and a boolean when present (the merchant's rate is 0 here).
+    const surcharge: number | undefined = body.surcharge_amount;
+    const rate: number | undefined = body.surcharge_rate_bps;
+    const atCost: boolean | undefined = body.surcharge_at_cost;
+    expect({ surcharge, rate, atCost }).toEqual({ surcharge: 0, rate: 0, atCost: expect.any(Boolean) });
+  });
+
   it('pauses, resumes and cancels a batch, typed: the answer is the batch record with paused', async () => {
     const { id } = await createUnqueuedBatch(merchant.secretKey, csv(CARD_HEADER, saleRows(3)));
     const batch = api.api.filebatch[':id'];

@@ -9,7 +9,7 @@ import {
   surchargeRulesResponseSchema,
 } from '../../schemas/admin-response';
 import { deletedSchema, successEnvelopeSchema } from '../../schemas/envelope';
-import { surchargeRulesSchema } from '../../schemas/lookup';
+import { surchargeRulesQuerySchema, surchargeRulesSchema } from '../../schemas/lookup';
 import { z } from 'zod';
 import { ADMIN_TOKEN, errors, json, ok, type Registry } from './common';
 
@@ -125,18 +125,26 @@ export function registerAdmin(registry: Registry): void {
     path: '/admin/surcharge-rules',
     operationId: 'listSurchargeRules',
     tags,
-    summary: 'The surcharge rules (one row per country/region and effective date)',
+    summary: 'The surcharge rules: all of them (history included), or those in force on a date',
+    description:
+      "Both origins: `shipped` (the release's network rules and law, applied by each release) and `operator` (yours, PUT). " +
+      '`in_force_on` answers, of each line (same layer, place and conditions), the rule in force on that local date; ' +
+      '`country` (+ `region`) keeps the rules of one place, `origin` those of one origin.',
     security,
-    responses: { 200: ok('The rules.', successEnvelopeSchema(surchargeRulesResponseSchema)), ...errors([401]) },
+    request: { query: surchargeRulesQuerySchema },
+    responses: { 200: ok('The rules.', successEnvelopeSchema(surchargeRulesResponseSchema)), ...errors([400, 401]) },
   });
   registry.registerPath({
     method: 'put',
     path: '/admin/surcharge-rules',
     operationId: 'replaceSurchargeRules',
     tags,
-    summary: 'Replace the whole rule set (edit what GET answers and put it back)',
+    summary: "Replace the operator's rules (the shipped rules stay)",
+    description:
+      "The body is the operator's whole rule set (`GET ?origin=operator`, edited); an empty list removes them all. " +
+      'Rules of origin `shipped` are refused: correct one with a rule of the same layer, place, date and conditions (yours wins), or a later one.',
     security,
     request: { body: { required: true, content: json(surchargeRulesSchema) } },
-    responses: { 200: ok('The rules now stored.', successEnvelopeSchema(surchargeRulesResponseSchema)), ...errors([400, 401, 413]) },
+    responses: { 200: ok("The operator's rules now stored.", successEnvelopeSchema(surchargeRulesResponseSchema)), ...errors([400, 401, 413]) },
   });
 }

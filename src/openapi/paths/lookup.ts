@@ -11,7 +11,8 @@ export function registerLookup(registry: Registry): void {
     summary: 'Card metadata for a BIN, a temp token or a vault card',
     description:
       'Exactly one source: `bin` (6 to 19 digits), `temp_token`, or `customer_id` (+ optional `payment_method_id`). ' +
-      '`country` + `state` add `is_surchargeable`. Longest stored prefix wins; an unknown BIN answers 200 with a minimal body. ' +
+      '`country` + `state` (the place of sale) add `is_surchargeable`; `amount` (minor units, with them) adds the surcharge the merchant may add to it. ' +
+      'Longest stored prefix wins; an unknown BIN answers 200 with a minimal body. ' +
       'Rate-limited per key (1,200 per 60 s).',
     security: SECRET_KEY,
     request: { body: { required: true, content: json(binLookupRequestSchema) } },

@@ -1,24 +1,17 @@
 /**
- * Surchargeability: may a surcharge be added for this card in this region? Card-network rules
- * allow it on credit cards only (never debit or prepaid, even when run as credit); a customer
- * flagged surcharge_exempt never pays one; the region's law comes from `surcharge_rules` (data,
- * not code). A region without a rule is not surchargeable.
+ * Surchargeability: may a surcharge be added for this card at this place of sale, and up to which
+ * rate? The card networks' rules and the law are data (`surcharge_rules_v2`: the rules the release
+ * ships plus the operator's own); surcharge-decision.ts applies them. A customer flagged
+ * surcharge_exempt never pays one.
  */
 import type { Env } from '../../env';
-import { MemoryCache } from '../../lib/memory-cache';
-import { getCachedRules, putCachedRules, surchargeKey } from '../../storage/bin-cache';
-import { findRulesForRegion, listRules, replaceRulesStatements, type SurchargeRule } from '../../storage/surcharge-rules';
+import { listRules, replaceOperatorRulesStatements, type SurchargeRule, type SurchargeRuleFields } from '../../storage/surcharge-rules';
 import type { CardMetadata } from './card-metadata';
-import { bumpLookupDataVersion, cacheTtlSeconds, currentDataVersion } from './data-version';
+import { bumpLookupDataVersion, currentDataVersion } from './data-version';
+import { decideSurcharge, NOT_ALLOWED, rulesInForce, type SurchargePolicy } from './surcharge-decision';
 
-/** What the rules allow for one card in one region: whether, and up to which rate. */
-export interface SurchargePolicy {
-  allowed: boolean;
-  /** The lowest cap in force (the region's law, the country's network rule), or null for none. */
-  maxRateBps: number | null;
-}
-
-const NOT_ALLOWED: SurchargePolicy = { allowed: false, maxRateBps: null };
+export type { SurchargePolicy } from './surcharge-decision';
+export { allowedSurcharge, surchargeFor } from './surcharge-decision';
 
 export async function surchargePolicy(
   env: Env,
@@ -26,16 +19,10 @@ export async function surchargePolicy(
   region: { country: string; state: string },
   options: { customerExempt: boolean; now: Date },
 ): Promise<SurchargePolicy> {
-  if (options.customerExempt || !isSurchargeableCard(card)) return NOT_ALLOWED;
-  const rules = await rulesForRegion(env, region.country.toUpperCase(), region.state.toUpperCase());
-  const { regional, national } = rulesInForce(rules, options.now);
-  const rule = regional ?? national;
-  if (!rule) return NOT_ALLOWED;
-  const allowed = rule.surcharge === 'allowed' || (rule.surcharge === 'commercial_only' && card.commercial === true);
-  if (!allowed) return NOT_ALLOWED;
-  // A state's cap and the country-wide network cap both bind: Colorado's 2% under Visa's 3%.
-  const caps = [regional?.max_rate_bps, national?.max_rate_bps].filter((cap): cap is number => typeof cap === 'number');
-  return { allowed: true, maxRateBps: caps.length > 0 ? Math.min(...caps) : null };
+  if (options.customerExempt) return NOT_ALLOWED;
+  const country = region.country.toUpperCase();
+  const rules = (await rulesByCountry(env)).get(country) ?? [];
+  return decideSurcharge(rules, card, { country, region: region.state.toUpperCase() }, options.now);
 }
 
 export async function isSurchargeable(
@@ -47,67 +34,65 @@ export async function isSurchargeable(
   return (await surchargePolicy(env, card, region, options)).allowed;
 }
 
-/** Credit, and not prepaid (by flag or by a "prepaid" card level, as some datasets encode it). */
-export function isSurchargeableCard(card: CardMetadata): boolean {
-  if (card.card_type?.toLowerCase() !== 'credit') return false;
-  if (card.prepaid === true) return false;
-  return !(card.card_level_generic ?? '').toLowerCase().includes('prepaid');
+/**
+ * The whole rule set, by country, kept in the isolate for the data version it was read at (every
+ * rule change and BIN import bumps it): a warm lookup reads no rules from D1 or KV. It is small
+ * (MAX_SHIPPED_RULES + MAX_OPERATOR_RULES rows at most, storage/surcharge-rules-sql.ts), so one read
+ * serves every place; a failed read is not remembered.
+ */
+let memo: { version: number; rules: Promise<ReadonlyMap<string, SurchargeRule[]>> } | undefined;
+
+async function rulesByCountry(env: Env): Promise<ReadonlyMap<string, SurchargeRule[]>> {
+  const version = await currentDataVersion(env);
+  if (memo?.version !== version) memo = { version, rules: readRules(env, version) };
+  return memo.rules;
+}
+
+async function readRules(env: Env, version: number): Promise<ReadonlyMap<string, SurchargeRule[]>> {
+  try {
+    const byCountry = new Map<string, SurchargeRule[]>();
+    for (const rule of await listRules(env.DB)) {
+      const rules = byCountry.get(rule.country);
+      if (rules) rules.push(rule);
+      else byCountry.set(rule.country, [rule]);
+    }
+    return byCountry;
+  } catch (err) {
+    if (memo?.version === version) memo = undefined;
+    throw err;
+  }
+}
+
+export interface RuleFilter {
+  /** Only the rules in force on this local date (YYYY-MM-DD), one per line. */
+  inForceOn?: string | undefined;
+  country?: string | undefined;
+  /** With `country`: the rules that apply in this region (its own and the whole country's). */
+  region?: string | undefined;
+  origin?: SurchargeRule['origin'] | undefined;
+}
+
+/** The stored rules, history included, or those in force on a date; optionally of one place or origin. */
+export async function listSurchargeRules(env: Env, filter: RuleFilter = {}): Promise<SurchargeRule[]> {
+  let rules = await listRules(env.DB);
+  if (filter.country !== undefined) rules = rules.filter((rule) => rule.country === filter.country);
+  if (filter.region !== undefined) rules = rules.filter((rule) => rule.region === '*' || rule.region === filter.region);
+  // In force before the origin filter: an operator's rule may supersede a shipped one.
+  if (filter.inForceOn !== undefined) {
+    const inForce = new Set(rulesInForce(rules, filter.inForceOn));
+    rules = rules.filter((rule) => inForce.has(rule));
+  }
+  if (filter.origin !== undefined) rules = rules.filter((rule) => rule.origin === filter.origin);
+  return rules;
 }
 
 /**
- * The rules in force on `now`: of each key (the region, and '*' for the whole country), the row
- * with the latest effective date not after today.
+ * Replaces the operator's rules (the release's stay: they are the shipped law, kept current by
+ * each release), then bumps the data version so no answer outlives the change. Answers the
+ * operator's rules now stored.
  */
-export function rulesInForce(
-  rules: readonly SurchargeRule[],
-  now: Date,
-): { regional: SurchargeRule | undefined; national: SurchargeRule | undefined } {
-  const today = now.toISOString().slice(0, 10);
-  let regional: SurchargeRule | undefined;
-  let national: SurchargeRule | undefined;
-  for (const rule of rules) {
-    if (rule.effective_from > today) continue;
-    if (rule.region === '*') {
-      if (!national || rule.effective_from > national.effective_from) national = rule;
-    } else if (!regional || rule.effective_from > regional.effective_from) {
-      regional = rule;
-    }
-  }
-  return { regional, national };
-}
-
-/** The rule that decides: a rule for the exact region beats the country-wide one. */
-export function ruleInForce(rules: readonly SurchargeRule[], now: Date): SurchargeRule | undefined {
-  const { regional, national } = rulesInForce(rules, now);
-  return regional ?? national;
-}
-
-/** Rules per (data version, country, region) kept in the isolate: a warm lookup reads no KV for them. */
-const recentRules = new MemoryCache<SurchargeRule[]>(1_000);
-
-async function rulesForRegion(env: Env, country: string, region: string): Promise<SurchargeRule[]> {
-  const key = surchargeKey(await currentDataVersion(env), country, region);
-  const remembered = recentRules.get(key);
-  if (remembered !== undefined) return remembered;
-  const cached = await getCachedRules(env.BIN_CACHE, key);
-  if (cached !== undefined) return recentRules.set(key, cached);
-  const rules = await findRulesForRegion(env.DB, country, region);
-  await putCachedRules(env.BIN_CACHE, key, rules, cacheTtlSeconds(env));
-  return recentRules.set(key, rules);
-}
-
-/** Every stored rule, history included. */
-export function listSurchargeRules(env: Env): Promise<SurchargeRule[]> {
-  return listRules(env.DB);
-}
-
-/** Replaces the whole rule set, then bumps the data version so no cached answer outlives it. */
-export async function replaceSurchargeRules(
-  env: Env,
-  rules: Parameters<typeof replaceRulesStatements>[1],
-  now: Date,
-): Promise<SurchargeRule[]> {
-  await env.DB.batch(replaceRulesStatements(env.DB, rules));
+export async function replaceOperatorRules(env: Env, rules: readonly SurchargeRuleFields[], now: Date): Promise<SurchargeRule[]> {
+  await env.DB.batch(replaceOperatorRulesStatements(env.DB, rules));
   await bumpLookupDataVersion(env, now);
-  return listRules(env.DB);
+  return listSurchargeRules(env, { origin: 'operator' });
 }

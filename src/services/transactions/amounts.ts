@@ -6,10 +6,12 @@
  * - With `base_amount`: amount = base_amount + surcharge + tax_amount, where the surcharge is the
  *   `surcharge` column when given, else base_amount x the merchant's surcharge_rate_bps / 10000,
  *   rounded half up to a whole minor unit, when the card may be surcharged and nobody is exempt.
- * - A region's cap binds both: a computed surcharge uses min(merchant rate, cap); a given one
+ * - A region's cap binds both: a computed surcharge is the lookup's (`allowedSurcharge`: min(merchant
+ *   rate, cap), never above base x cap), so a sale and a lookup with `amount` agree; a given one
  *   above base x cap (rounded down: a cap is never exceeded by rounding) is refused.
  */
 import type { RowError } from '../../schemas/transaction-columns';
+import { allowedSurcharge, surchargeFor } from '../bin-lookup/surcharge-decision';
 import { MAX_AMOUNT, type AmountFields, type TransactionType } from './validation';
 
 export type SurchargeExemption = 'row' | 'customer' | null;
@@ -38,10 +40,7 @@ export interface Amounts {
   discountAmount: number;
 }
 
-/** base x rate, rounded half up: 1999 at 300 bps = 59.97 -> 60. */
-export function surchargeFor(baseAmount: number, rateBps: number): number {
-  return Math.floor((baseAmount * rateBps + 5_000) / 10_000);
-}
+export { surchargeFor };
 
 /** Whether the surcharge rules must be asked for this request (they may cost a lookup). */
 export function needsSurchargeRule(fields: AmountFields, facts: Omit<SurchargeFacts, 'surchargeable' | 'maxRateBps'>): boolean {
@@ -67,8 +66,7 @@ export function computeAmounts(
     const refusal = surcharge > 0 ? surchargeRefusal(facts) : null;
     if (refusal) errors.push({ field: 'surcharge', msg: refusal });
   } else if (fields.baseAmount !== null && facts.isCard && facts.exemption === null && facts.surchargeable === true) {
-    const rate = facts.maxRateBps === null ? facts.rateBps : Math.min(facts.rateBps, facts.maxRateBps);
-    surcharge = surchargeFor(fields.baseAmount, rate);
+    surcharge = allowedSurcharge(fields.baseAmount, facts.rateBps, { allowed: true, maxRateBps: facts.maxRateBps }).surcharge;
   }
   if (surcharge > 0 && fields.surcharge !== null && facts.surchargeable === true && facts.maxRateBps !== null) {
     // Without base_amount the base is what the total holds besides its other parts.

@@ -83,7 +83,7 @@ function toVaultReference(ref: RequestVaultReference): VaultReference {
 // Card metadata holds no card number (its `bin` is the displayed prefix), so it can be part of a key.
 const surchargeKey = (q: SurchargeQuestion) => JSON.stringify([q.card, q.region.country, q.region.state]);
 
-const NO_SURCHARGE: SurchargePolicy = { allowed: false, maxRateBps: null };
+const NO_SURCHARGE: SurchargePolicy = { allowed: false, maxRateBps: null, atCost: false };
 
 interface SurchargeQuestion {
   card: CardMetadata;
