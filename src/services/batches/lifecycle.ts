@@ -2,7 +2,7 @@
  * The one place a batch changes state in the world outside its Durable Object. The object keeps
  * the state machine and the counters; everything a transition does elsewhere happens here:
  *
- *   createBatch        D1 row, then the object (status `pending`)
+ *   createBatch        D1 row (holding its file's duplicate window), then the object (status `pending`)
  *   startBatch         the object starts sending its chunk messages (a window at a time) → `queued`
  *   sendChunkMessages  the only sender to BATCH_QUEUE, called by the object: its window as it
  *                      moves, and the stall watchdog's re-send
@@ -18,7 +18,7 @@ import type { Env } from '../../env';
 import type { CsvChunk } from '../../lib/batch-csv';
 import type { ChunkMessage } from '../../schemas/queue';
 import { deleteUpload } from '../../storage/batch-files';
-import { insertBatchStatement, updateBatchState, type BatchRow } from '../../storage/batches';
+import { deleteUnstartedBatch, insertBatchHoldingFingerprint, updateBatchState, type BatchRow, type FingerprintClaim } from '../../storage/batches';
 import { eventDeps, publishBatchEnded, type EventDeps } from '../webhooks/events';
 import { hasEnded, type BatchSnapshot } from './state';
 
@@ -51,10 +51,26 @@ export function chunkMessages(batchId: string, chunks: readonly ChunkLocation[])
   }));
 }
 
-/** The batch exists: its D1 row (ownership, listing) and its object (state, chunk map). */
-export async function createBatch(deps: LifecycleDeps, row: BatchRow, chunks: CsvChunk[]): Promise<void> {
-  await insertBatchStatement(deps.db, row).run();
-  await deps.progress.getByName(row.id).init({ batchId: row.id, numLines: row.num_lines, chunks, createdAt: row.created_at });
+/**
+ * The batch exists: its D1 row (ownership, listing) and its object (state, chunk map). The row is
+ * written only if it can hold its file's duplicate window (storage/batches.ts,
+ * insertBatchHoldingFingerprint): false when another upload of the same bytes holds it, and nothing
+ * was made. If the object cannot be made, the row and its claim are taken back (the upload answers
+ * 500 and may be sent again) and the error is thrown.
+ */
+export async function createBatch(deps: LifecycleDeps, row: BatchRow, chunks: CsvChunk[], claim: FingerprintClaim): Promise<boolean> {
+  if (!(await insertBatchHoldingFingerprint(deps.db, row, claim))) return false;
+  try {
+    await deps.progress.getByName(row.id).init({ batchId: row.id, numLines: row.num_lines, chunks, createdAt: row.created_at });
+  } catch (err) {
+    try {
+      await deleteUnstartedBatch(deps.db, row);
+    } catch {
+      // The row stays pending without an object (it never runs); the init's error is the one to report.
+    }
+    throw err;
+  }
+  return true;
 }
 
 export async function sendChunkMessages(deps: LifecycleDeps, messages: readonly ChunkMessage[]): Promise<void> {
