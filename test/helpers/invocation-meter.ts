@@ -23,6 +23,8 @@ export interface InvocationMeter<E extends object> {
   /** D1 statements (a batch counts each of its statements). */
   d1Statements: number;
   rpcAnswers: RpcAnswer[];
+  /** Calls made and not yet answered (a test that drives time itself waits for this to be 0). */
+  inFlight: number;
   totalSubrequests(): number;
   largestRpcAnswer(): number;
 }
@@ -40,10 +42,19 @@ export function meterInvocation<E extends object>(env: E): InvocationMeter<E> {
     subrequests,
     d1Statements: 0,
     rpcAnswers,
+    inFlight: 0,
     totalSubrequests: () => [...subrequests.values()].reduce((sum, n) => sum + n, 0),
     largestRpcAnswer: () => Math.max(0, ...rpcAnswers.map((answer) => answer.bytes)),
   };
-  const count = (binding: string) => subrequests.set(binding, (subrequests.get(binding) ?? 0) + 1);
+  const count = (binding: string) => {
+    subrequests.set(binding, (subrequests.get(binding) ?? 0) + 1);
+    // Called as the call starts; the answer is tracked by `pending` below.
+    return (answer: unknown): unknown => {
+      if (!(answer instanceof Promise)) return answer;
+      meter.inFlight++;
+      return answer.finally(() => meter.inFlight--);
+    };
+  };
   const wrapped = new Map<PropertyKey, unknown>();
 
   meter.env = new Proxy(env, {
@@ -65,38 +76,37 @@ export function meterInvocation<E extends object>(env: E): InvocationMeter<E> {
 }
 
 /** Every method call on the object is one subrequest. */
-function meterCalls<T extends object>(target: T, binding: string, count: (binding: string) => void): T {
+type Count = (binding: string) => (answer: unknown) => unknown;
+
+function meterCalls<T extends object>(target: T, binding: string, count: Count): T {
   return new Proxy(target, {
     get(inner, property, receiver) {
       const value: unknown = Reflect.get(inner, property, receiver);
       if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        count(binding);
-        return (value as AnyFunction).apply(inner, args);
-      };
+      return (...args: unknown[]) => count(binding)((value as AnyFunction).apply(inner, args));
     },
   });
 }
 
-function meterR2(bucket: R2Bucket, binding: string, count: (binding: string) => void): R2Bucket {
+function meterR2(bucket: R2Bucket, binding: string, count: Count): R2Bucket {
   return new Proxy(bucket, {
     get(inner, property, receiver) {
       const value: unknown = Reflect.get(inner, property, receiver);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
-        count(binding);
-        const answer = (value as AnyFunction).apply(inner, args);
+        const answer = count(binding)((value as AnyFunction).apply(inner, args));
         // A multipart upload's parts and completion are calls of their own.
-        if (property === 'createMultipartUpload' || property === 'resumeMultipartUpload') {
+        if (property === 'createMultipartUpload') {
           return Promise.resolve(answer).then((upload) => meterCalls(upload as R2MultipartUpload, binding, count));
         }
+        if (property === 'resumeMultipartUpload') return meterCalls(answer as R2MultipartUpload, binding, count);
         return answer;
       };
     },
   });
 }
 
-function meterD1(db: D1Database, binding: string, count: (binding: string) => void, statement: () => void): D1Database {
+function meterD1(db: D1Database, binding: string, count: Count, statement: () => void): D1Database {
   const real = new WeakMap<object, D1PreparedStatement>();
   const wrapStatement = (inner: D1PreparedStatement): D1PreparedStatement => {
     const proxy = new Proxy(inner, {
@@ -105,9 +115,8 @@ function meterD1(db: D1Database, binding: string, count: (binding: string) => vo
         if (typeof value !== 'function') return value;
         if (property === 'bind') return (...args: unknown[]) => wrapStatement((value as AnyFunction).apply(target, args) as D1PreparedStatement);
         return (...args: unknown[]) => {
-          count(binding);
           statement();
-          return (value as AnyFunction).apply(target, args);
+          return count(binding)((value as AnyFunction).apply(target, args));
         };
       },
     });
@@ -120,38 +129,33 @@ function meterD1(db: D1Database, binding: string, count: (binding: string) => vo
       if (property === 'prepare') return (query: string) => wrapStatement(target.prepare(query));
       if (property === 'batch') {
         return (statements: D1PreparedStatement[]) => {
-          count(binding);
           for (let i = 0; i < statements.length; i++) statement();
-          return target.batch(statements.map((s) => real.get(s) ?? s));
+          return count(binding)(target.batch(statements.map((s) => real.get(s) ?? s)));
         };
       }
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
-        count(binding);
         statement();
-        return (value as AnyFunction).apply(target, args);
+        return count(binding)((value as AnyFunction).apply(target, args));
       };
     },
   });
 }
 
-function meterNamespace(
-  namespace: DurableObjectNamespace,
-  binding: string,
-  count: (binding: string) => void,
-  answers: RpcAnswer[],
-): DurableObjectNamespace {
+function meterNamespace(namespace: DurableObjectNamespace, binding: string, count: Count, answers: RpcAnswer[]): DurableObjectNamespace {
   const wrapStub = (stub: DurableObjectStub): DurableObjectStub =>
     new Proxy(stub, {
       get(target, property, receiver) {
         const value: unknown = Reflect.get(target, property, receiver);
         if (typeof property !== 'string' || property === 'then' || property === 'id' || property === 'name') return value;
-        return async (...args: unknown[]) => {
-          count(binding);
-          const answer: unknown = await (target as unknown as Record<string, AnyFunction>)[property]?.(...args);
-          answers.push({ binding, method: property, bytes: serializedBytes(answer) });
-          return answer;
-        };
+        return (...args: unknown[]) =>
+          count(binding)(
+            (async () => {
+              const answer: unknown = await (target as unknown as Record<string, AnyFunction>)[property]?.(...args);
+              answers.push({ binding, method: property, bytes: serializedBytes(answer) });
+              return answer;
+            })(),
+          );
       },
     });
   return new Proxy(namespace, {
