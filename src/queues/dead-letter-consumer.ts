@@ -15,7 +15,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env)
     const { batchId, chunk, firstLine } = parsed.data;
     const reason = `chunk ${chunk} (from line ${firstLine}) could not be processed after repeated attempts`;
     try {
-      const result = await failBatch(lifecycle, batchId, reason);
+      const result = await failBatch(lifecycle, batchId, reason, chunk);
       if (result === null) {
         console.warn(JSON.stringify({ level: 'warn', event: 'dead_letter_unknown_batch', batch_id: batchId, chunk }));
       }

@@ -232,14 +232,16 @@ export interface BatchStateChange {
 
 /**
  * Mirrors the Durable Object's state (called at each transition). Mirror writes of one batch can
- * land out of order; a row that has ended is never moved back by a late one.
+ * land out of order; a row that has ended is never moved back by a late one. Once ended, only
+ * `processed_lines` may still rise: the rows of chunks that were running when the batch failed (a
+ * cancel), counted as they land.
  */
 export async function updateBatchState(db: D1Database, id: string, change: BatchStateChange): Promise<void> {
   await db
     .prepare(
-      `UPDATE batches SET status = ?2, processed_lines = ?3, updated_at = ?4,
+      `UPDATE batches SET status = ?2, processed_lines = MAX(processed_lines, ?3), updated_at = ?4,
               ended_at = COALESCE(ended_at, ?5), failure_reason = COALESCE(failure_reason, ?6)
-       WHERE id = ?1 AND ended_at IS NULL`,
+       WHERE id = ?1 AND (ended_at IS NULL OR (status = ?2 AND processed_lines < ?3))`,
     )
     .bind(id, change.status, change.processedLines, change.updatedAt, change.endedAt, change.failureReason)
     .run();
