@@ -323,3 +323,9 @@ CREATE TABLE IF NOT EXISTS upload_fingerprints (
   PRIMARY KEY (merchant_id, fingerprint)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS upload_fingerprints_created ON upload_fingerprints(created_at);
+
+-- Webhook deliveries left `pending` with no queue message behind them (the queue's and the
+-- dead-letter queue's retries exhausted) are ended as failed by the maintenance job
+-- `webhook_stuck_deliveries` a day after their attempt was due; this partial index finds them
+-- without reading the deliveries that are done (src/services/webhooks/retention.ts).
+CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';

@@ -272,13 +272,14 @@ export class BatchProgress extends DurableObject<Env> {
    */
   async partialView(): Promise<PartialView> {
     const state = this.#state();
+    if (!state) return { settled: true, chunks: [] };
     const chunks = this.ctx.storage.sql
       .exec<{ chunk: number; first_line: number; rows: number; sent: number }>(
         'SELECT chunk, first_line, rows, (ever_sent = 1 OR sent_at IS NOT NULL OR done_at IS NOT NULL) AS sent FROM chunks ORDER BY chunk',
       )
       .toArray()
       .map((row) => ({ chunk: row.chunk, firstLine: row.first_line, rows: row.rows, sent: row.sent === 1 }));
-    return { settled: state === null || state.settled === 1, chunks };
+    return { settled: state.settled === 1, chunks };
   }
 
   /** The state now and at each change (one JSON snapshot per line), ending after the final one; null if never initialised. */
@@ -472,8 +473,14 @@ export class BatchProgress extends DurableObject<Env> {
     return Number.isFinite(minutes) && minutes > 0 ? minutes : 10;
   }
 
+  /** The state, or null when never initialised or emptied (retention's `deleteAll` takes the tables too). */
   #state(): StateRow | null {
-    return this.ctx.storage.sql.exec<StateRow>('SELECT * FROM state').toArray()[0] ?? null;
+    try {
+      return this.ctx.storage.sql.exec<StateRow>('SELECT * FROM state').toArray()[0] ?? null;
+    } catch (err) {
+      if (err instanceof Error && err.message.includes('no such table')) return null;
+      throw err;
+    }
   }
 
   #requireState(): StateRow {

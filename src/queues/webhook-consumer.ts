@@ -12,6 +12,7 @@ import type { Clock } from '../lib/time';
 import { webhookDeliveryMessageSchema } from '../schemas/webhooks';
 import { abandonDelivery, attemptDelivery } from '../services/webhooks/delivery';
 import { webhookDeps, type WebhookDeps } from '../services/webhooks/deps';
+import { deadLetterRetryDelaySeconds } from './backoff';
 
 /** Seconds before the queue retries a message this Worker failed on: 10, 20, 40 … capped at 10 minutes. */
 export function internalRetryDelaySeconds(attempts: number): number {
@@ -85,7 +86,7 @@ export async function consumeWebhookDeadLetters(batch: MessageBatch<unknown>, en
       message.ack();
     } catch {
       console.error(JSON.stringify({ level: 'error', event: 'webhook_dead_letter_failed', delivery_id: parsed.data.deliveryId }));
-      message.retry({ delaySeconds: 60 });
+      message.retry({ delaySeconds: deadLetterRetryDelaySeconds(message.attempts) });
     }
   }
 }
