@@ -10,6 +10,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../src/env';
 import worker from '../../src/index';
 import { sha256Hex } from '../../src/lib/crypto';
+import { bumpLookupDataVersion } from '../../src/services/bin-lookup/data-version';
+import { readDataVersion } from '../../src/storage/bins';
 import { createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
 import { throttledKv, type ThrottledKv } from '../helpers/throttled-kv';
@@ -89,5 +91,26 @@ describe('a KV that refuses a second write to a key within a second', () => {
     const { admin } = await import('../helpers/api');
     expect((await admin('PATCH', `/admin/merchants/${shop.id}`, { name: 'Throttled Shop Two' })).status).toBe(200);
     expect(await env.BIN_CACHE.get(`auth:${keyHash}`, 'json')).toMatchObject({ merchantName: 'Throttled Shop Two' });
+  });
+});
+
+describe('the data version, written only by the bumps', () => {
+  it('two bumps at once against the throttled KV: KV ends with the latest version, each 429 waited out', async () => {
+    // The KV's clock is the test's: a bump that waits out a 429 moves it.
+    let now = Date.now();
+    const throttled = throttledKv(env.BIN_CACHE, () => now);
+    const wrapped = new Proxy(env, { get: (target, property) => (property === 'BIN_CACHE' ? throttled.kv : Reflect.get(target, property)) }) as Env;
+    const waits: number[] = [];
+    const wait = async (ms: number) => {
+      waits.push(ms);
+      now += ms;
+    };
+    const versions = await Promise.all([bumpLookupDataVersion(wrapped, new Date(), wait), bumpLookupDataVersion(wrapped, new Date(), wait)]);
+    const latest = await readDataVersion(env.DB);
+    expect(Math.max(...versions)).toBe(latest);
+    expect(await env.BIN_CACHE.get('bins:version')).toBe(String(latest));
+    // The second write to the key within the second was refused and tried again after the wait.
+    expect(throttled.refused.get('bins:version')).toBeGreaterThan(0);
+    expect(waits.length).toBeGreaterThan(0);
   });
 });
