@@ -11,7 +11,7 @@
  * in `processed_lines` as they land, and the uploaded file and the batch event wait for them
  * (services/batches/lifecycle.ts). Then its retention alarm: at `ended_at` + BATCH_RETENTION_DAYS
  * the object deletes its result parts and empties itself, whatever the number of batches that end
- * that day (each object is its own invocation; the daily job only catches what an alarm missed).
+ * that day (each object is its own invocation; the hourly job only catches what an alarm missed).
  *
  * Windowed dispatch: `start` sends the first BATCH_CHUNKS_IN_FLIGHT chunk messages and each chunk
  * recorded sends the next, so a batch never has more than that many in the queue shared by every
@@ -79,6 +79,8 @@ const IN_FLIGHT = 'sent_at IS NOT NULL AND done_at IS NULL AND given_up = 0';
 
 export class BatchProgress extends DurableObject<Env> {
   readonly #lifecycle: LifecycleDeps;
+  /** Set once this instance emptied its storage (its tables are gone until a new instance migrates). */
+  #emptied = false;
   /** Open progress streams (GET /api/filebatch/{id}/events): at most 4 states a second each. */
   readonly #feed = new ProgressFeed<BatchSnapshot>({
     minIntervalMs: 250,
@@ -261,14 +263,15 @@ export class BatchProgress extends DurableObject<Env> {
    * keeps the batch's record. An object woken again afterwards answers as never initialised.
    */
   async destroy(): Promise<void> {
-    await this.ctx.storage.deleteAll();
+    await this.#empty();
   }
 
   /**
    * What a partial download needs: whether the batch has settled (no chunk it may still count is
    * running), and the chunk map by lines in chunk order, each chunk saying whether it was ever sent
    * (one never sent charged nothing: its rows need no lookup). At most 1,000 chunks (a 500,000-row
-   * file): about 40 KB, far under the RPC limit (32 MiB).
+   * file): about 76 KB (measured: test/integration/invocation-limits.test.ts), far under half the
+   * RPC limit (32 MiB).
    */
   async partialView(): Promise<PartialView> {
     const state = this.#state();
@@ -329,7 +332,7 @@ export class BatchProgress extends DurableObject<Env> {
    * The alarm of an ended batch: if it still waits for chunks that were running at its end, they
    * had BATCH_STALL_MINUTES to land, and the batch settles without them; once settled, at its
    * retention deadline, its result parts go and the object empties itself (D1 keeps the record).
-   * A failure throws: the alarm is retried (6 times), and what it leaves, the daily job sweeps.
+   * A failure throws: the alarm is retried (6 times), and what it leaves, the hourly job sweeps.
    */
   async #endedAlarm(state: StateRow): Promise<void> {
     if (state.settled === 0) {
@@ -342,7 +345,7 @@ export class BatchProgress extends DurableObject<Env> {
       return;
     }
     await batchExpired(this.#lifecycle, state.batch_id, isoTimestamp(new Date()));
-    await this.ctx.storage.deleteAll();
+    await this.#empty();
   }
 
   /**
@@ -473,14 +476,19 @@ export class BatchProgress extends DurableObject<Env> {
     return Number.isFinite(minutes) && minutes > 0 ? minutes : 10;
   }
 
-  /** The state, or null when never initialised or emptied (retention's `deleteAll` takes the tables too). */
+  /**
+   * The state, or null when never initialised or emptied: `deleteAll` takes the tables too, and this
+   * instance does not make them again (a new one does, in its constructor).
+   */
   #state(): StateRow | null {
-    try {
-      return this.ctx.storage.sql.exec<StateRow>('SELECT * FROM state').toArray()[0] ?? null;
-    } catch (err) {
-      if (err instanceof Error && err.message.includes('no such table')) return null;
-      throw err;
-    }
+    if (this.#emptied) return null;
+    return this.ctx.storage.sql.exec<StateRow>('SELECT * FROM state').toArray()[0] ?? null;
+  }
+
+  /** Empties the object (retention): its storage, its alarm, and this instance's view of them. */
+  async #empty(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+    this.#emptied = true;
   }
 
   #requireState(): StateRow {
@@ -549,7 +557,7 @@ const SCHEMA_STEPS: ((sql: SqlStorage) => void)[] = [
       UPDATE state SET dispatching = 1 WHERE status != 'pending';
     `),
   // Counting the chunks that land after a cancel, and retention by the object's own alarm. Batches
-  // that ended before this step have no retention alarm: the daily job sweeps them.
+  // that ended before this step have no retention alarm: the hourly job sweeps them.
   (sql) =>
     sql.exec(`
       ALTER TABLE state ADD COLUMN ended_at TEXT;
