@@ -2,6 +2,7 @@
 import type { Caller, Env, KeyType } from '../env';
 import { randomId, randomSecret, sha256Hex } from '../lib/crypto';
 import { realWait, type Wait } from '../lib/kv-writes';
+import { HALF, KV } from '../lib/platform-limits';
 import { MemoryCache } from '../lib/memory-cache';
 import type { Clock } from '../lib/time';
 import { isoTimestamp } from '../lib/time';
@@ -176,6 +177,9 @@ export async function authenticateKeyHash(env: Env, keyHash: string): Promise<Ca
 /** Rounds of "write what D1 says, read D1 again" before a sync gives up. */
 const SYNC_ROUNDS = 3;
 
+/** Keys one sync may write: every round writes each once, within half of KV's operations per invocation. */
+const MAX_KEYS_SYNCED = Math.floor((KV.operationsPerInvocation * HALF) / SYNC_ROUNDS);
+
 /**
  * Makes the KV entries of these keys say what D1 says (the caller, or nothing for a revoked key),
  * and forgets them in this isolate. Two events on one key close together (a merchant change and a
@@ -184,10 +188,14 @@ const SYNC_ROUNDS = 3;
  * kept refusing (the admin call answers 500 and is safe to repeat).
  *
  * KV operations: one per key per round, at most SYNC_ROUNDS rounds, against KV's 1,000 per
- * invocation (platform-limits.ts): a merchant has a few keys.
+ * invocation (platform-limits.ts): a merchant has a few keys; one with more than MAX_KEYS_SYNCED
+ * (166) active keys is refused here rather than failing half way.
  */
 async function syncCachedCallers(env: Env, keyHashes: readonly string[], wait: Wait = realWait): Promise<void> {
   if (keyHashes.length === 0) return;
+  if (keyHashes.length > MAX_KEYS_SYNCED) {
+    throw new Error(`the merchant has ${keyHashes.length} active keys; revoke unused ones (at most ${MAX_KEYS_SYNCED} are kept in the auth cache at once)`);
+  }
   let callers = await findCallersByKeyHashes(env.DB, keyHashes);
   for (let round = 1; ; round++) {
     forgetInIsolate(keyHashes);
