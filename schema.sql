@@ -348,3 +348,28 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
 );
 CREATE INDEX IF NOT EXISTS webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_event ON webhook_deliveries(event_id);
+
+
+-- == Platform limits and money safety (issues 29 and 30; engineer "platform") =================
+-- Added in a block of its own; every statement here is idempotent and upgrades an existing D1.
+
+-- A file is accepted once (issue 30): one row per merchant and upload fingerprint (the keyed
+-- SHA-256 of `batches.upload_sha256`) naming the batch that holds its 24-hour duplicate window.
+-- An upload inserts its claim and its batch row in one transaction, the batch row only if the
+-- claim is its own, so concurrent uploads of the same bytes make one batch (src/storage/batches.ts,
+-- insertBatchHoldingFingerprint); `?allow_duplicate=true` takes the claim over. Claims older than
+-- the window are removed by the maintenance job `upload_fingerprint_retention`.
+CREATE TABLE IF NOT EXISTS upload_fingerprints (
+  merchant_id TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  batch_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, fingerprint)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS upload_fingerprints_created ON upload_fingerprints(created_at);
+
+-- Webhook deliveries left `pending` with no queue message behind them (the queue's and the
+-- dead-letter queue's retries exhausted) are ended as failed by the maintenance job
+-- `webhook_stuck_deliveries` a day after their attempt was due; this partial index finds them
+-- without reading the deliveries that are done (src/services/webhooks/retention.ts).
+CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';

@@ -1,4 +1,4 @@
-/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the cron to the maintenance jobs (services/maintenance.ts). */
+/** Wiring only: HTTP goes to the Hono app, queue batches to their consumers, the hourly cron to the maintenance jobs (services/maintenance.ts). */
 import { app } from './app';
 import type { Env } from './env';
 import { systemClock } from './lib/time';

@@ -1,10 +1,17 @@
 /**
  * One object per batch (`env.BATCH_PROGRESS.getByName(batchId)`): the batch's state machine and
- * live counters in SQLite, the set of chunks sent and done, windowed dispatch, pause, and the
- * stall watchdog (an alarm).
+ * live counters in SQLite, the set of chunks sent and done, windowed dispatch, pause, the stall
+ * watchdog and, once the batch has ended, its retention (one alarm for each, in turn).
  *
  *   pending ──start──> queued ──first recordChunk──> processing ──last chunk──> completed
  *      └──── fail (dead letter, stall, missing file), cancel, paused too long ────> failed
+ *
+ * After the end: a batch that failed while chunks were running (a cancel) is not `settled` until
+ * they have landed (or BATCH_STALL_MINUTES have passed): their rows are charged, so they are counted
+ * in `processed_lines` as they land, and the uploaded file and the batch event wait for them
+ * (services/batches/lifecycle.ts). Then its retention alarm: at `ended_at` + BATCH_RETENTION_DAYS
+ * the object deletes its result parts and empties itself, whatever the number of batches that end
+ * that day (each object is its own invocation; the hourly job only catches what an alarm missed).
  *
  * Windowed dispatch: `start` sends the first BATCH_CHUNKS_IN_FLIGHT chunk messages and each chunk
  * recorded sends the next, so a batch never has more than that many in the queue shared by every
@@ -21,6 +28,7 @@ import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
 import { isoTimestamp } from '../lib/time';
 import {
+  batchExpired,
   batchTransitioned,
   chunkMessages,
   lifecycleDeps,
@@ -35,8 +43,8 @@ import {
   type BatchInit,
   type BatchSnapshot,
   type BatchStatus,
-  type ChunkLines,
   type ChunkRecorded,
+  type PartialView,
 } from '../services/batches/state';
 import { ProgressFeed } from './progress-feed';
 
@@ -60,10 +68,19 @@ type StateRow = {
   failure_reason: string | null;
   created_at: string;
   updated_at: string;
+  /** When the batch completed or failed. */
+  ended_at: string | null;
+  /** 0 while an ended batch waits for chunks that were running at its end; 1 otherwise. */
+  settled: number;
 };
+
+/** A chunk sent, not recorded, and not given up on: its rows may still be charged and land. */
+const IN_FLIGHT = 'sent_at IS NOT NULL AND done_at IS NULL AND given_up = 0';
 
 export class BatchProgress extends DurableObject<Env> {
   readonly #lifecycle: LifecycleDeps;
+  /** Set once this instance emptied its storage (its tables are gone until a new instance migrates). */
+  #emptied = false;
   /** Open progress streams (GET /api/filebatch/{id}/events): at most 4 states a second each. */
   readonly #feed = new ProgressFeed<BatchSnapshot>({
     minIntervalMs: 250,
@@ -159,14 +176,14 @@ export class BatchProgress extends DurableObject<Env> {
   }
 
   /**
-   * Ends the batch `failed` with `reason` at once: nothing more is sent. Chunks already sent may
-   * still run (their rows appear in the partial download) but are no longer counted.
+   * Ends the batch `failed` with `reason` at once: nothing more is sent. Chunks already sent run to
+   * their end and are counted as they land; the batch settles then (see the header).
    */
   async cancel(reason: string): Promise<BatchControlOutcome | null> {
     const state = this.#state();
     if (!state) return null;
     if (hasEnded(state.status)) return { ok: false, reason: 'ended', batch: toSnapshot(state) };
-    return { ok: true, batch: await this.#transition('failed', reason) };
+    return { ok: true, batch: await this.#transition('failed', reason, { waitForInFlight: true }) };
   }
 
   /**
@@ -186,10 +203,7 @@ export class BatchProgress extends DurableObject<Env> {
 
   async #recordChunk(chunk: number): Promise<ChunkRecorded> {
     const state = this.#requireState();
-    if (hasEnded(state.status)) {
-      await this.#afterEnd(state);
-      return { counted: false, batch: toSnapshot(state) };
-    }
+    if (hasEnded(state.status)) return this.#recordAfterEnd(state, chunk);
     const now = isoTimestamp(new Date());
     const marked = this.ctx.storage.sql
       .exec<{ rows: number }>('UPDATE chunks SET done_at = ? WHERE chunk = ? AND done_at IS NULL RETURNING rows', now, chunk)
@@ -220,15 +234,22 @@ export class BatchProgress extends DurableObject<Env> {
     return { counted: true, batch };
   }
 
-  /** Ends the batch as failed with a reason (the first reason wins). No effect once ended; null if never initialised. */
-  async fail(reason: string): Promise<BatchSnapshot | null> {
+  /**
+   * Ends the batch as failed with a reason (the first reason wins); null if never initialised.
+   * `chunk`: the chunk the dead-letter queue gave up on (it will not land: not waited for); the
+   * other chunks running then are. Without it (the uploaded file is gone) nothing is waited for.
+   */
+  async fail(reason: string, chunk?: number): Promise<BatchSnapshot | null> {
     const state = this.#state();
     if (!state) return null;
+    // A dead-lettered chunk was delivered, whatever this object marked: its rows are looked up in a partial download.
+    if (chunk !== undefined) this.ctx.storage.sql.exec('UPDATE chunks SET given_up = 1, ever_sent = 1 WHERE chunk = ? AND done_at IS NULL', chunk);
     if (hasEnded(state.status)) {
+      if (state.settled === 0 && this.#inFlight() === 0) return this.#settle();
       await this.#afterEnd(state);
       return toSnapshot(state);
     }
-    return this.#transition('failed', reason);
+    return this.#transition('failed', reason, { waitForInFlight: chunk !== undefined });
   }
 
   /** The live state, or null when no batch was initialised under this name. */
@@ -242,15 +263,26 @@ export class BatchProgress extends DurableObject<Env> {
    * keeps the batch's record. An object woken again afterwards answers as never initialised.
    */
   async destroy(): Promise<void> {
-    await this.ctx.storage.deleteAll();
+    await this.#empty();
   }
 
-  /** The chunk map by lines, in chunk order (what a partial download needs). */
-  async chunkLines(): Promise<ChunkLines[]> {
-    return this.ctx.storage.sql
-      .exec<{ chunk: number; first_line: number; rows: number }>('SELECT chunk, first_line, rows FROM chunks ORDER BY chunk')
+  /**
+   * What a partial download needs: whether the batch has settled (no chunk it may still count is
+   * running), and the chunk map by lines in chunk order, each chunk saying whether it was ever sent
+   * (one never sent charged nothing: its rows need no lookup). At most 1,000 chunks (a 500,000-row
+   * file): about 76 KB (measured: test/integration/invocation-limits.test.ts), far under half the
+   * RPC limit (32 MiB).
+   */
+  async partialView(): Promise<PartialView> {
+    const state = this.#state();
+    if (!state) return { settled: true, chunks: [] };
+    const chunks = this.ctx.storage.sql
+      .exec<{ chunk: number; first_line: number; rows: number; sent: number }>(
+        'SELECT chunk, first_line, rows, (ever_sent = 1 OR sent_at IS NOT NULL OR done_at IS NOT NULL) AS sent FROM chunks ORDER BY chunk',
+      )
       .toArray()
-      .map((row) => ({ chunk: row.chunk, firstLine: row.first_line, rows: row.rows }));
+      .map((row) => ({ chunk: row.chunk, firstLine: row.first_line, rows: row.rows, sent: row.sent === 1 }));
+    return { settled: state.settled === 1, chunks };
   }
 
   /** The state now and at each change (one JSON snapshot per line), ending after the final one; null if never initialised. */
@@ -268,7 +300,8 @@ export class BatchProgress extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     const state = this.#state();
-    if (!state || hasEnded(state.status)) return;
+    if (!state) return;
+    if (hasEnded(state.status)) return this.#endedAlarm(state);
     if (state.paused === 1) {
       const days = this.#pauseLimitDays();
       const limit = Date.parse(state.paused_at ?? state.updated_at) + days * 86_400_000;
@@ -296,6 +329,66 @@ export class BatchProgress extends DurableObject<Env> {
   }
 
   /**
+   * The alarm of an ended batch: if it still waits for chunks that were running at its end, they
+   * had BATCH_STALL_MINUTES to land, and the batch settles without them; once settled, at its
+   * retention deadline, its result parts go and the object empties itself (D1 keeps the record).
+   * A failure throws: the alarm is retried (6 times), and what it leaves, the hourly job sweeps.
+   */
+  async #endedAlarm(state: StateRow): Promise<void> {
+    if (state.settled === 0) {
+      await this.#settle();
+      return;
+    }
+    const deadline = this.#retentionDeadline(state);
+    if (Date.now() < deadline) {
+      await this.ctx.storage.setAlarm(deadline);
+      return;
+    }
+    await batchExpired(this.#lifecycle, state.batch_id, isoTimestamp(new Date()));
+    await this.#empty();
+  }
+
+  /**
+   * A chunk that lands after the batch ended (it was running at the end): its rows were charged, so
+   * they are counted (once, as any chunk); the last of them settles the batch. A chunk recorded
+   * before, or never sent, counts nothing.
+   */
+  async #recordAfterEnd(state: StateRow, chunk: number): Promise<ChunkRecorded> {
+    const now = isoTimestamp(new Date());
+    const marked = this.ctx.storage.sql
+      .exec<{ rows: number }>('UPDATE chunks SET done_at = ? WHERE chunk = ? AND done_at IS NULL AND (ever_sent = 1 OR sent_at IS NOT NULL) RETURNING rows', now, chunk)
+      .toArray()[0];
+    if (!marked) {
+      await this.#afterEnd(state);
+      return { counted: false, batch: toSnapshot(state) };
+    }
+    // updated_at stays the end's: the batch's state did not change, only its count.
+    this.ctx.storage.sql.exec('UPDATE state SET processed_lines = processed_lines + ?, chunks_done = chunks_done + 1', marked.rows);
+    const counted = this.#requireState();
+    if (counted.settled === 0 && this.#inFlight() === 0) return { counted: true, batch: await this.#settle() };
+    await this.#afterEnd(counted);
+    return { counted: true, batch: toSnapshot(counted) };
+  }
+
+  /** The ended batch stops waiting: chunks still running are given up on; the effects of its end run; its retention alarm is set. */
+  async #settle(): Promise<BatchSnapshot> {
+    this.ctx.storage.sql.exec(`UPDATE chunks SET given_up = 1 WHERE ${IN_FLIGHT}`);
+    this.ctx.storage.sql.exec('UPDATE state SET settled = 1');
+    const state = this.#requireState();
+    await this.ctx.storage.setAlarm(this.#retentionDeadline(state));
+    await this.#afterEnd(state);
+    return toSnapshot(state);
+  }
+
+  #inFlight(): number {
+    return this.ctx.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM chunks WHERE ${IN_FLIGHT}`).one().n;
+  }
+
+  #retentionDeadline(state: StateRow): number {
+    return Date.parse(state.ended_at ?? state.updated_at) + batchLimits(this.env).retentionDays * 86_400_000;
+  }
+
+  /**
    * Fills the window: sends the next chunks not sent yet until BATCH_CHUNKS_IN_FLIGHT are sent and
    * not recorded. Nothing while paused, ended or not started. The chunks are marked sent before the
    * send (no other call can pick them meanwhile) and unmarked if it fails. Answers how many it sent.
@@ -304,7 +397,7 @@ export class BatchProgress extends DurableObject<Env> {
     const state = this.#requireState();
     if (state.dispatching === 0 || state.paused === 1 || hasEnded(state.status)) return 0;
     const sql = this.ctx.storage.sql;
-    const inFlight = sql.exec<{ n: number }>('SELECT COUNT(*) AS n FROM chunks WHERE sent_at IS NOT NULL AND done_at IS NULL').one().n;
+    const inFlight = this.#inFlight();
     const room = batchLimits(this.env).chunksInFlight - inFlight;
     if (room <= 0) return 0;
     const next = sql
@@ -318,41 +411,55 @@ export class BatchProgress extends DurableObject<Env> {
     const now = isoTimestamp(new Date());
     const first = next[0]?.index ?? 0;
     const last = next[next.length - 1]?.index ?? 0;
-    sql.exec('UPDATE chunks SET sent_at = ? WHERE chunk BETWEEN ? AND ? AND sent_at IS NULL AND done_at IS NULL', now, first, last);
+    sql.exec('UPDATE chunks SET sent_at = ?, ever_sent = 1 WHERE chunk BETWEEN ? AND ? AND sent_at IS NULL AND done_at IS NULL', now, first, last);
     try {
       await sendChunkMessages(this.#lifecycle, chunkMessages(state.batch_id, next));
     } catch (err) {
+      // Unmarked so the window sends them again; `ever_sent` stays (a failed send may still have
+      // reached the queue: a partial download must look their rows up).
       sql.exec('UPDATE chunks SET sent_at = NULL WHERE chunk BETWEEN ? AND ? AND sent_at = ? AND done_at IS NULL', first, last, now);
       throw err;
     }
     return next.length;
   }
 
-  async #transition(status: BatchStatus, reason: string | null): Promise<BatchSnapshot> {
+  /**
+   * `waitForInFlight`: an ending that lets the chunks already running land and be counted (a
+   * cancel, a dead-lettered chunk beside others); other endings settle at once (nothing more will
+   * land: the file is gone, or nothing moved for BATCH_STALL_MINUTES).
+   */
+  async #transition(status: BatchStatus, reason: string | null, options: { waitForInFlight?: boolean } = {}): Promise<BatchSnapshot> {
     const current = this.#requireState();
     // An ended batch stays ended, whatever a late call asks for.
     if (hasEnded(current.status)) return toSnapshot(current);
     const now = isoTimestamp(new Date());
+    const ending = hasEnded(status);
+    const waiting = ending && options.waitForInFlight === true && this.#inFlight() > 0;
     this.ctx.storage.sql.exec(
-      'UPDATE state SET status = ?, updated_at = ?, failure_reason = COALESCE(failure_reason, ?)',
+      `UPDATE state SET status = ?, updated_at = ?, failure_reason = COALESCE(failure_reason, ?),
+              ended_at = ?, settled = ?`,
       status,
       now,
       reason,
+      ending ? now : null,
+      waiting ? 0 : 1,
     );
     const state = this.#requireState();
     this.#feed.publish(toSnapshot(state));
-    if (hasEnded(status)) {
-      await this.ctx.storage.deleteAlarm();
-      await this.#afterEnd(state);
-    } else {
+    if (!ending) {
       await batchTransitioned(this.#lifecycle, toSnapshot(state));
+      return toSnapshot(state);
     }
+    if (!waiting) return this.#settle();
+    // The chunks running now get BATCH_STALL_MINUTES to land (then the alarm settles without them).
+    await this.ctx.storage.setAlarm(Date.now() + this.#stallMinutes() * 60_000);
+    await this.#afterEnd(state);
     return toSnapshot(state);
   }
 
-  /** Tells the lifecycle; for an ended batch that is safe to repeat (D1 mirror, upload deleted, batch event). */
+  /** Tells the lifecycle; for an ended batch that is safe to repeat (D1 mirror; once settled, upload deleted and batch event). */
   async #afterEnd(state: StateRow): Promise<void> {
-    await batchTransitioned(this.#lifecycle, toSnapshot(state));
+    await batchTransitioned(this.#lifecycle, toSnapshot(state), state.settled === 1);
   }
 
   async #armWatchdog(): Promise<void> {
@@ -369,8 +476,19 @@ export class BatchProgress extends DurableObject<Env> {
     return Number.isFinite(minutes) && minutes > 0 ? minutes : 10;
   }
 
+  /**
+   * The state, or null when never initialised or emptied: `deleteAll` takes the tables too, and this
+   * instance does not make them again (a new one does, in its constructor).
+   */
   #state(): StateRow | null {
+    if (this.#emptied) return null;
     return this.ctx.storage.sql.exec<StateRow>('SELECT * FROM state').toArray()[0] ?? null;
+  }
+
+  /** Empties the object (retention): its storage, its alarm, and this instance's view of them. */
+  async #empty(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+    this.#emptied = true;
   }
 
   #requireState(): StateRow {
@@ -437,6 +555,17 @@ const SCHEMA_STEPS: ((sql: SqlStorage) => void)[] = [
       ALTER TABLE chunks ADD COLUMN sent_at TEXT;
       UPDATE chunks SET sent_at = (SELECT created_at FROM state) WHERE EXISTS (SELECT 1 FROM state WHERE status != 'pending');
       UPDATE state SET dispatching = 1 WHERE status != 'pending';
+    `),
+  // Counting the chunks that land after a cancel, and retention by the object's own alarm. Batches
+  // that ended before this step have no retention alarm: the hourly job sweeps them.
+  (sql) =>
+    sql.exec(`
+      ALTER TABLE state ADD COLUMN ended_at TEXT;
+      ALTER TABLE state ADD COLUMN settled INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE chunks ADD COLUMN given_up INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE chunks ADD COLUMN ever_sent INTEGER NOT NULL DEFAULT 0;
+      UPDATE chunks SET ever_sent = 1 WHERE sent_at IS NOT NULL OR done_at IS NOT NULL;
+      UPDATE state SET ended_at = updated_at WHERE status IN ('completed', 'failed');
     `),
 ];
 

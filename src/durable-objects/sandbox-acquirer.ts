@@ -4,16 +4,23 @@
  * remembers every charge under its idempotency key, answers a key sent again with its first answer,
  * and answers lookups by key (services/transactions/processors/sandbox.ts decides the answers).
  * Its memory is kept SANDBOX_MEMORY_DAYS, then the object empties itself (alarm, `deleteAll`).
+ *
+ * A charge or a lookup reads only the blocks of its own keys (storage/sandbox-calls.ts), so what one
+ * call costs does not grow with the merchant's day: the object of a merchant's busiest day sees one
+ * call per chunk or API charge, each reading and writing a row or two (docs/capacity.md, "The sandbox
+ * processor's memory").
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
 import {
-  chargedBetween,
-  createCallsTable,
-  hasCalls,
-  insertChargeCall,
-  insertLookupCall,
-  listCalls,
+  createChargeTable,
+  findCharges,
+  hasChargeTable,
+  hasLegacyCalls,
+  legacyChargedBetween,
+  listCharges,
+  recordCharges,
+  recordLookups,
   type SandboxChargeEntry,
   type SandboxFailure,
   type SandboxLedgerRow,
@@ -23,18 +30,22 @@ import {
 export const SANDBOX_MEMORY_DAYS = 30;
 
 /**
- * A charge is sent after its claim and within the claim's lifetime (services/transactions/claims.ts,
- * 60 s). Looking a key up (rare: a claim left open) reads the calls from a minute before its claim
- * (clocks of two isolates) to 10 minutes after. A charge's check for an earlier charge of its keys
- * (on every call) reads only the calls made since its claim, less a second: a few rows, not a
- * minute's worth of chunks.
+ * Only for objects made before blocks (their `calls` table is keyed by time): a lookup reads the
+ * calls from a minute before its claim to 10 minutes after, a charge those since its claim less a
+ * second, as that code did.
  */
-const BEFORE_CLAIM_MS = 60_000;
-const AFTER_CLAIM_MS = 10 * 60_000;
-const CHARGE_CHECK_MARGIN_MS = 1_000;
+const LEGACY_BEFORE_CLAIM_MS = 60_000;
+const LEGACY_AFTER_CLAIM_MS = 10 * 60_000;
+const LEGACY_CHARGE_MARGIN_MS = 1_000;
 
 function shifted(iso: string, ms: number): string {
   return new Date(Date.parse(iso) + ms).toISOString();
+}
+
+/** A key to look up, with when it was claimed (what names the charge for objects made before blocks). */
+export interface SandboxLookup {
+  key: string;
+  claimedAt: string;
 }
 
 export class SandboxAcquirer extends DurableObject<Env> {
@@ -52,30 +63,40 @@ export class SandboxAcquirer extends DurableObject<Env> {
   async #charge(day: string, entries: readonly SandboxChargeEntry[], claimedFrom: string, now: string): Promise<Record<string, string>> {
     await this.#ensure(day);
     const sql = this.ctx.storage.sql;
-    const earlier = chargedBetween(sql, new Set(entries.map((e) => e.idempotencyKey)), shifted(claimedFrom, -CHARGE_CHECK_MARGIN_MS), now);
-    insertChargeCall(sql, now, entries);
-    const answers: Record<string, string> = {};
-    for (const entry of entries) answers[entry.idempotencyKey] ??= earlier.get(entry.idempotencyKey) ?? entry.result;
-    return answers;
+    const earlier = new Map<string, string>();
+    const keys = new Set(entries.map((e) => e.idempotencyKey));
+    legacyChargedBetween(sql, keys, shifted(claimedFrom, -LEGACY_CHARGE_MARGIN_MS), now, earlier);
+    return Object.fromEntries(recordCharges(sql, now, entries, earlier));
   }
 
-  /** The answers for keys claimed at `claimedAt` (absent: never charged); counts one lookup on each key found. */
-  async lookup(keys: readonly string[], claimedAt: string, now: string): Promise<Record<string, string>> {
-    if (!hasCalls(this.ctx.storage.sql)) return {};
-    const found = chargedBetween(this.ctx.storage.sql, new Set(keys), shifted(claimedAt, -BEFORE_CLAIM_MS), shifted(claimedAt, AFTER_CLAIM_MS));
-    if (found.size > 0) insertLookupCall(this.ctx.storage.sql, now, [...found.keys()]);
+  /** The answers for these keys (absent: never charged); counts one lookup on each key found. One call for any number of keys. */
+  async lookup(items: readonly SandboxLookup[], now: string): Promise<Record<string, string>> {
+    const sql = this.ctx.storage.sql;
+    const found = hasChargeTable(sql) ? findCharges(sql, items.map((item) => item.key)) : new Map<string, string>();
+    if (hasLegacyCalls(sql)) {
+      for (const item of items) {
+        if (found.has(item.key)) continue;
+        legacyChargedBetween(sql, new Set([item.key]), shifted(item.claimedAt, -LEGACY_BEFORE_CLAIM_MS), shifted(item.claimedAt, LEGACY_AFTER_CLAIM_MS), found);
+      }
+    }
+    if (found.size > 0) {
+      // An object made before blocks gets the table for its lookups (its alarm is set already).
+      if (!hasChargeTable(sql)) createChargeTable(sql);
+      recordLookups(sql, now, [...found.keys()]);
+    }
     return Object.fromEntries(found);
   }
 
-  /** Every key charged, with its first answer and call counts. */
+  /** Every key charged, with its first answer and call counts (tests and operators: the whole day). */
   async list(): Promise<SandboxLedgerRow[]> {
-    return listCalls(this.ctx.storage.sql);
+    return listCharges(this.ctx.storage.sql);
   }
 
   async #ensure(day: string): Promise<void> {
-    if (hasCalls(this.ctx.storage.sql)) return;
-    createCallsTable(this.ctx.storage.sql);
-    await this.ctx.storage.setAlarm(forgetAt(day));
+    if (hasChargeTable(this.ctx.storage.sql)) return;
+    createChargeTable(this.ctx.storage.sql);
+    // An object made before blocks has its alarm already.
+    if (!hasLegacyCalls(this.ctx.storage.sql)) await this.ctx.storage.setAlarm(forgetAt(day));
   }
 
   /**

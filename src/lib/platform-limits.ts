@@ -71,10 +71,17 @@ export const D1 = {
   databaseBytes: 10 * 1_000_000_000,
 } as const;
 
-/** Workers KV: https://developers.cloudflare.com/kv/platform/limits/ */
+/**
+ * Workers KV: https://developers.cloudflare.com/kv/platform/limits/ ; the 429 on a second write to
+ * one key within a second: https://developers.cloudflare.com/kv/api/write-key-value-pairs/ ("Limits
+ * to KV writes to the same key", cloudflare/cloudflare-docs#18041), whose text as thrown is quoted in
+ * https://github.com/rhinobase/hono-rate-limiter/issues/34.
+ */
 export const KV = {
-  /** Writes to one key: more than one a second throws (429). */
+  /** Writes (a put or a delete) to one key: more than one a second throws (429). */
   writesPerKeyPerSecond: 1,
+  /** The error a put refused by that limit throws (a delete's says DELETE). */
+  throttledWriteMessage: 'KV PUT failed: 429 Too Many Requests',
   operationsPerInvocation: 1_000,
   minExpirationTtlSeconds: 60,
   keyBytes: 512,

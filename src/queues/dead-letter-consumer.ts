@@ -2,6 +2,7 @@
 import type { Env } from '../env';
 import { chunkMessageSchema } from '../schemas/queue';
 import { failBatch, lifecycleDeps } from '../services/batches/lifecycle';
+import { deadLetterRetryDelaySeconds } from './backoff';
 
 export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const lifecycle = lifecycleDeps(env);
@@ -15,7 +16,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env)
     const { batchId, chunk, firstLine } = parsed.data;
     const reason = `chunk ${chunk} (from line ${firstLine}) could not be processed after repeated attempts`;
     try {
-      const result = await failBatch(lifecycle, batchId, reason);
+      const result = await failBatch(lifecycle, batchId, reason, chunk);
       if (result === null) {
         console.warn(JSON.stringify({ level: 'warn', event: 'dead_letter_unknown_batch', batch_id: batchId, chunk }));
       }
@@ -23,7 +24,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env)
     } catch (err) {
       // The object or D1 is unreachable: try again later (this queue has its own retries).
       console.error(JSON.stringify({ level: 'error', event: 'dead_letter_failed', batch_id: batchId, chunk, error: err instanceof Error ? err.name : 'unknown' }));
-      message.retry({ delaySeconds: 30 });
+      message.retry({ delaySeconds: deadLetterRetryDelaySeconds(message.attempts) });
     }
   }
 }

@@ -15,7 +15,7 @@ export const admin = new Hono<AppEnv>();
 
 admin.post('/merchants', validate('json', merchantCreateSchema), async (c) => {
   const { settlement_cutoff: cutoff, ...input } = c.req.valid('json');
-  const { merchant, secretKey, publicKey } = await createMerchant(c.env.DB, input, systemClock);
+  const { merchant, secretKey, publicKey } = await createMerchant(c.env, input, systemClock);
   const settlementCutoff = cutoff === undefined ? DEFAULT_CUTOFF : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
   return c.json(success({ ...merchant, settlement_cutoff: settlementCutoff, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }), 201);
 });
@@ -46,7 +46,7 @@ admin.post('/merchants/:id/settle', validate('param', idParamSchema), async (c) 
 admin.post('/merchants/:id/keys', validate('param', idParamSchema), validate('json', keyCreateSchema), async (c) => {
   const merchantId = c.req.valid('param').id;
   if (!(await findMerchant(c.env.DB, merchantId))) throw new AppError('not_found', 'merchant not found');
-  const { record, key } = await createKey(c.env.DB, merchantId, c.req.valid('json').type, systemClock);
+  const { record, key } = await createKey(c.env, merchantId, c.req.valid('json').type, systemClock);
   return c.json(success({ id: record.id, type: record.type, key }), 201);
 });
 

@@ -1,17 +1,20 @@
 /** Merchants and their API keys: creation, revocation, and turning a raw key into a caller. */
 import type { Caller, Env, KeyType } from '../env';
 import { randomId, randomSecret, sha256Hex } from '../lib/crypto';
+import { realWait, type Wait } from '../lib/kv-writes';
+import { HALF, KV } from '../lib/platform-limits';
 import { MemoryCache } from '../lib/memory-cache';
 import type { Clock } from '../lib/time';
 import { isoTimestamp } from '../lib/time';
 import {
   findCallerByKeyHash,
+  findCallersByKeyHashes,
   insertApiKeyStatement,
   listActiveKeyHashes,
   revokeApiKey,
   type ApiKeyRecord,
 } from '../storage/api-keys';
-import { dropCachedCallers, getCachedCaller, putCachedCaller } from '../storage/auth-cache';
+import { dropCachedCaller, getCachedCaller, putCachedCaller } from '../storage/auth-cache';
 import {
   insertMerchantStatement,
   merchantFromUpdate,
@@ -59,10 +62,11 @@ export interface NewMerchantInput {
 export const DEFAULT_MAX_CREDIT_AMOUNT = 100_000;
 
 export async function createMerchant(
-  db: D1Database,
+  env: Env,
   input: NewMerchantInput,
   clock: Clock,
 ): Promise<{ merchant: Merchant; secretKey: string; publicKey: string }> {
+  const db = env.DB;
   const now = clock();
   const merchant: Merchant = {
     id: randomId(20),
@@ -80,21 +84,27 @@ export async function createMerchant(
     insertApiKeyStatement(db, secret.record),
     insertApiKeyStatement(db, publicKey.record),
   ]);
+  await syncCachedCallers(env, [secret.record.key_hash, publicKey.record.key_hash]);
   return { merchant, secretKey: secret.key, publicKey: publicKey.key };
 }
 
-export async function createKey(db: D1Database, merchantId: string, type: KeyType, clock: Clock): Promise<NewKey> {
+export async function createKey(env: Env, merchantId: string, type: KeyType, clock: Clock): Promise<NewKey> {
   const key = await newApiKey(merchantId, type, clock());
-  await insertApiKeyStatement(db, key.record).run();
+  await insertApiKeyStatement(env.DB, key.record).run();
+  await syncCachedCallers(env, [key.record.key_hash]);
   return key;
 }
 
-/** Revokes a key; false when there is no active key with that id. */
-export async function revokeKey(env: Env, keyId: string, clock: Clock): Promise<boolean> {
-  const keyHash = await revokeApiKey(env.DB, keyId, isoTimestamp(clock()));
-  if (keyHash === null) return false;
-  await forgetCallers(env, [keyHash]);
-  return true;
+/**
+ * Revokes a key; false when there is no active key with that id. Its cache entry is dropped; if
+ * that fails the call throws (the key is revoked in D1 already), and calling it again for the
+ * revoked key drops the entry (and answers false).
+ */
+export async function revokeKey(env: Env, keyId: string, clock: Clock, wait: Wait = realWait): Promise<boolean> {
+  const revocation = await revokeApiKey(env.DB, keyId, isoTimestamp(clock()));
+  if (revocation === null) return false;
+  await syncCachedCallers(env, [revocation.keyHash], wait);
+  return revocation.revoked;
 }
 
 export async function changeMerchant(
@@ -110,15 +120,15 @@ export async function changeMerchant(
     ...(origins ? replaceTokenizerOriginsStatements(env.DB, merchantId, origins) : []),
   ]);
   const merchant = updated ? merchantFromUpdate(updated) : null;
-  // Cached callers carry the merchant's flags: drop them so the change applies at once.
-  if (merchant) await forgetCallers(env, await listActiveKeyHashes(env.DB, merchantId));
+  // Cached callers carry the merchant's flags: rewritten, so the change applies within KV's propagation.
+  if (merchant) await syncCachedCallers(env, await listActiveKeyHashes(env.DB, merchantId));
   return merchant;
 }
 
 /**
  * Callers recently authenticated in this isolate, for a few seconds: a warm request then reads no
- * KV for its key. Revocation and merchant changes drop the entry here and in KV; elsewhere they
- * apply within this TTL (KV's own propagation takes up to 60 s anyway).
+ * KV for its key. Revocation and merchant changes drop the entry here and rewrite KV's; elsewhere
+ * they apply within this TTL plus KV's own propagation (up to 60 s).
  */
 const AUTH_MEMORY_TTL_MS = 10_000;
 const recentCallers = new MemoryCache<Caller>(1_000, AUTH_MEMORY_TTL_MS);
@@ -126,7 +136,7 @@ const recentCallers = new MemoryCache<Caller>(1_000, AUTH_MEMORY_TTL_MS);
 /**
  * Bumped each time this isolate forgets callers. An authentication that read a caller before a
  * bump does not keep what it read: a revocation that lands while a request is authenticating
- * must not be undone by that request writing the old caller back into a cache afterwards.
+ * must not be undone by that request remembering the old caller afterwards.
  */
 let cacheEpoch = 0;
 
@@ -146,31 +156,67 @@ export async function authenticateKey(env: Env, rawKey: string): Promise<Caller 
   return caller;
 }
 
-/** The same, from the key's hash: a console session keeps only the hash, and is refused once the key is revoked. */
+/**
+ * The same, from the key's hash: a console session keeps only the hash, and is refused once the key
+ * is revoked. The isolate's memory, then KV, then D1; a reader never writes KV (storage/auth-cache.ts).
+ */
 export async function authenticateKeyHash(env: Env, keyHash: string): Promise<Caller | null> {
   const remembered = recentCallers.get(keyHash);
   if (remembered) return remembered;
   const epoch = cacheEpoch;
   const cached = await getCachedCaller(env.BIN_CACHE, keyHash);
-  // Forgotten meanwhile: what KV answered may be the entry the change just deleted; ask D1.
+  // Forgotten meanwhile: what KV answered may be the entry the change just replaced; ask D1.
   if (cached && epoch === cacheEpoch) return recentCallers.set(keyHash, cached);
+  // No entry: a key from before entries were written by events, a location the write has not
+  // reached yet, or an unknown key. D1 answers, and the isolate keeps a caller for AUTH_MEMORY_TTL_MS.
   const caller = await findCallerByKeyHash(env.DB, keyHash);
-  if (caller === null) return null;
-  await putCachedCaller(env.BIN_CACHE, keyHash, caller);
-  if (epoch === cacheEpoch) recentCallers.set(keyHash, caller);
-  // A change committed after the read above deleted the cache entries before the writes just
-  // made (possibly in another isolate, which no epoch here sees): read again and take the writes
-  // back if the key changed meanwhile. A miss costs two D1 reads, once per key per minute or so.
-  const current = await findCallerByKeyHash(env.DB, keyHash);
-  if (JSON.stringify(current) !== JSON.stringify(caller)) {
-    await forgetCallers(env, [keyHash]);
-    return current;
-  }
+  if (caller && epoch === cacheEpoch) recentCallers.set(keyHash, caller);
   return caller;
 }
 
-async function forgetCallers(env: Env, keyHashes: string[]): Promise<void> {
+/** Rounds of "write what D1 says, read D1 again" before a sync gives up. */
+const SYNC_ROUNDS = 3;
+
+/** Keys one sync may write: every round writes each once, within half of KV's operations per invocation. */
+const MAX_KEYS_SYNCED = Math.floor((KV.operationsPerInvocation * HALF) / SYNC_ROUNDS);
+
+/**
+ * Makes the KV entries of these keys say what D1 says (the caller, or nothing for a revoked key),
+ * and forgets them in this isolate. Two events on one key close together (a merchant change and a
+ * revocation) may write in either order, so D1 is read again after the writes and they are made
+ * again if it changed meanwhile: the last sync to finish wrote the latest state. Throws when KV
+ * kept refusing (the admin call answers 500 and is safe to repeat).
+ *
+ * KV operations: one per key per round, at most SYNC_ROUNDS rounds, against KV's 1,000 per
+ * invocation (platform-limits.ts): a merchant has a few keys; one with more than MAX_KEYS_SYNCED
+ * (166) active keys is refused here rather than failing half way.
+ */
+async function syncCachedCallers(env: Env, keyHashes: readonly string[], wait: Wait = realWait): Promise<void> {
+  if (keyHashes.length === 0) return;
+  if (keyHashes.length > MAX_KEYS_SYNCED) {
+    throw new Error(`the merchant has ${keyHashes.length} active keys; revoke unused ones (at most ${MAX_KEYS_SYNCED} are kept in the auth cache at once)`);
+  }
+  let callers = await findCallersByKeyHashes(env.DB, keyHashes);
+  for (let round = 1; ; round++) {
+    forgetInIsolate(keyHashes);
+    await Promise.all(
+      keyHashes.map((hash) => {
+        const caller = callers.get(hash);
+        return caller ? putCachedCaller(env.BIN_CACHE, hash, caller, wait) : dropCachedCaller(env.BIN_CACHE, hash, wait);
+      }),
+    );
+    const latest = await findCallersByKeyHashes(env.DB, keyHashes);
+    if (sameCallers(callers, latest, keyHashes)) return forgetInIsolate(keyHashes);
+    if (round >= SYNC_ROUNDS) throw new Error('the auth cache could not be brought in line with D1; repeat the call');
+    callers = latest;
+  }
+}
+
+function sameCallers(a: Map<string, Caller>, b: Map<string, Caller>, keyHashes: readonly string[]): boolean {
+  return keyHashes.every((hash) => JSON.stringify(a.get(hash) ?? null) === JSON.stringify(b.get(hash) ?? null));
+}
+
+function forgetInIsolate(keyHashes: readonly string[]): void {
   cacheEpoch++;
   for (const hash of keyHashes) recentCallers.delete(hash);
-  await dropCachedCallers(env.BIN_CACHE, keyHashes);
 }

@@ -29,18 +29,11 @@ interface CallerRow {
   max_credit_amount: number;
 }
 
-/** The caller behind an active (not revoked) key, or null. */
-export async function findCallerByKeyHash(db: D1Database, keyHash: string): Promise<Caller | null> {
-  const row = await db
-    .prepare(
-      `SELECT k.id AS key_id, k.type AS key_type, m.id AS merchant_id, m.name AS merchant_name,
+const CALLER_SELECT = `SELECT k.key_hash, k.id AS key_id, k.type AS key_type, m.id AS merchant_id, m.name AS merchant_name,
               m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount
-       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
-       WHERE k.key_hash = ?1 AND k.revoked_at IS NULL`,
-    )
-    .bind(keyHash)
-    .first<CallerRow>();
-  if (!row) return null;
+       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id`;
+
+function toCaller(row: CallerRow): Caller {
   return {
     keyId: row.key_id,
     keyType: row.key_type,
@@ -52,13 +45,35 @@ export async function findCallerByKeyHash(db: D1Database, keyHash: string): Prom
   };
 }
 
-/** Marks a key revoked; answers its hash (to drop cached auth) or null when no active key has that id. */
-export async function revokeApiKey(db: D1Database, id: string, revokedAt: string): Promise<string | null> {
-  const row = await db
-    .prepare('UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL RETURNING key_hash')
-    .bind(id, revokedAt)
-    .first<{ key_hash: string }>();
-  return row?.key_hash ?? null;
+/** The caller behind an active (not revoked) key, or null. */
+export async function findCallerByKeyHash(db: D1Database, keyHash: string): Promise<Caller | null> {
+  const row = await db.prepare(`${CALLER_SELECT} WHERE k.key_hash = ?1 AND k.revoked_at IS NULL`).bind(keyHash).first<CallerRow>();
+  return row ? toCaller(row) : null;
+}
+
+/** The callers behind those of the keys that are active, by key hash (one statement: the hashes travel as one JSON parameter). */
+export async function findCallersByKeyHashes(db: D1Database, keyHashes: readonly string[]): Promise<Map<string, Caller>> {
+  if (keyHashes.length === 0) return new Map();
+  const { results } = await db
+    .prepare(`${CALLER_SELECT} WHERE k.key_hash IN (SELECT value FROM json_each(?1)) AND k.revoked_at IS NULL`)
+    .bind(JSON.stringify(keyHashes))
+    .all<CallerRow & { key_hash: string }>();
+  return new Map(results.map((row) => [row.key_hash, toCaller(row)]));
+}
+
+/**
+ * Marks a key revoked. Answers its hash (to drop cached auth) and whether this call revoked it;
+ * null when no key has that id. A key revoked before answers its hash too: dropping its cache entry
+ * again is how a revocation whose drop failed is completed.
+ */
+export async function revokeApiKey(db: D1Database, id: string, revokedAt: string): Promise<{ keyHash: string; revoked: boolean } | null> {
+  const [updated, existing] = await db.batch([
+    db.prepare('UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL RETURNING key_hash').bind(id, revokedAt),
+    db.prepare('SELECT key_hash FROM api_keys WHERE id = ?1').bind(id),
+  ]);
+  const keyHash = ((existing?.results ?? [])[0] as { key_hash: string } | undefined)?.key_hash;
+  if (keyHash === undefined) return null;
+  return { keyHash, revoked: (updated?.results ?? []).length === 1 };
 }
 
 /** The ids of a merchant's active (not revoked) keys of one type. */

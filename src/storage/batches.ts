@@ -30,33 +30,110 @@ function toBatch(row: StoredBatchRow): BatchRow {
   return { ...row, columns: JSON.parse(row.columns) as string[] };
 }
 
+const BATCH_COLUMNS = `id, merchant_id, key_id, file_name, status, num_lines, num_chunks, processed_lines,
+                       columns, ip_address, failure_reason, created_at, updated_at, ended_at, results_deleted_at,
+                       upload_sha256, upload_idempotency_key`;
+
+function batchValues(batch: BatchRow): unknown[] {
+  return [
+    batch.id,
+    batch.merchant_id,
+    batch.key_id,
+    batch.file_name,
+    batch.status,
+    batch.num_lines,
+    batch.num_chunks,
+    batch.processed_lines,
+    JSON.stringify(batch.columns),
+    batch.ip_address,
+    batch.failure_reason,
+    batch.created_at,
+    batch.updated_at,
+    batch.ended_at,
+    batch.results_deleted_at,
+    batch.upload_sha256 ?? null,
+    batch.upload_idempotency_key ?? null,
+  ];
+}
+
 export function insertBatchStatement(db: D1Database, batch: BatchRow): D1PreparedStatement {
   return db
+    .prepare(`INSERT INTO batches (${BATCH_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)`)
+    .bind(...batchValues(batch));
+}
+
+/** Who holds a file's duplicate window: the batch the merchant's last upload of these bytes made. */
+export interface FingerprintClaim {
+  merchantId: string;
+  fingerprint: string;
+  /** An older claim than this (created at or before it) has lapsed and is taken over. */
+  lapsedAtOrBefore: string;
+  /** `?allow_duplicate=true`: the upload takes the claim whatever its age. */
+  takeOver: boolean;
+}
+
+/**
+ * Inserts the batch row only if it can hold its file's fingerprint (`upload_fingerprints`, one row
+ * per merchant and fingerprint): in one D1 transaction, a lapsed claim (or any, when taking over)
+ * is removed, the claim is inserted unless another live one exists, and the batch row is inserted
+ * only if the claim is its own. So any number of concurrent uploads of the same bytes make one
+ * batch: D1 runs them one at a time, and the primary key lets one claim stand. Answers whether the
+ * batch was inserted. The Idempotency-Key's unique index may still refuse it (then it throws, and
+ * nothing of the transaction stays).
+ */
+export async function insertBatchHoldingFingerprint(db: D1Database, batch: BatchRow, claim: FingerprintClaim): Promise<boolean> {
+  const [, , inserted] = await db.batch([
+    db
+      .prepare('DELETE FROM upload_fingerprints WHERE merchant_id = ?1 AND fingerprint = ?2 AND (created_at <= ?3 OR ?4 = 1)')
+      .bind(claim.merchantId, claim.fingerprint, claim.lapsedAtOrBefore, claim.takeOver ? 1 : 0),
+    db
+      .prepare(
+        `INSERT INTO upload_fingerprints (merchant_id, fingerprint, batch_id, created_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (merchant_id, fingerprint) DO NOTHING`,
+      )
+      .bind(claim.merchantId, claim.fingerprint, batch.id, batch.created_at),
+    db
+      .prepare(
+        `INSERT INTO batches (${BATCH_COLUMNS})
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
+         WHERE EXISTS (SELECT 1 FROM upload_fingerprints WHERE merchant_id = ?2 AND fingerprint = ?16 AND batch_id = ?1)`,
+      )
+      .bind(...batchValues({ ...batch, upload_sha256: claim.fingerprint })),
+  ]);
+  return (inserted?.meta.changes ?? 0) === 1;
+}
+
+/** The batch holding this fingerprint's duplicate window for the merchant, if any. */
+export async function findFingerprintHolder(db: D1Database, merchantId: string, fingerprint: string): Promise<string | null> {
+  const row = await db
+    .prepare('SELECT batch_id FROM upload_fingerprints WHERE merchant_id = ?1 AND fingerprint = ?2')
+    .bind(merchantId, fingerprint)
+    .first<{ batch_id: string }>();
+  return row?.batch_id ?? null;
+}
+
+/** Takes back a batch row and its claim whose upload failed before the batch existed (its object never made). */
+export async function deleteUnstartedBatch(db: D1Database, batch: Pick<BatchRow, 'id' | 'merchant_id' | 'upload_sha256'>): Promise<void> {
+  const batchId = batch.id;
+  await db.batch([
+    db
+      .prepare('DELETE FROM upload_fingerprints WHERE merchant_id = ?1 AND fingerprint = ?2 AND batch_id = ?3')
+      .bind(batch.merchant_id, batch.upload_sha256 ?? '', batchId),
+    db.prepare("DELETE FROM batches WHERE id = ?1 AND status = 'pending'").bind(batchId),
+  ]);
+}
+
+/** Removes lapsed fingerprint claims, `limit` at most; answers how many (maintenance). */
+export async function deleteFingerprintsBefore(db: D1Database, cutoff: string, limit: number): Promise<number> {
+  const { results } = await db
     .prepare(
-      `INSERT INTO batches (id, merchant_id, key_id, file_name, status, num_lines, num_chunks, processed_lines,
-                            columns, ip_address, failure_reason, created_at, updated_at, ended_at, results_deleted_at,
-                            upload_sha256, upload_idempotency_key)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)`,
+      `DELETE FROM upload_fingerprints WHERE (merchant_id, fingerprint) IN
+         (SELECT merchant_id, fingerprint FROM upload_fingerprints WHERE created_at <= ?1 LIMIT ?2)
+       RETURNING batch_id`,
     )
-    .bind(
-      batch.id,
-      batch.merchant_id,
-      batch.key_id,
-      batch.file_name,
-      batch.status,
-      batch.num_lines,
-      batch.num_chunks,
-      batch.processed_lines,
-      JSON.stringify(batch.columns),
-      batch.ip_address,
-      batch.failure_reason,
-      batch.created_at,
-      batch.updated_at,
-      batch.ended_at,
-      batch.results_deleted_at,
-      batch.upload_sha256 ?? null,
-      batch.upload_idempotency_key ?? null,
-    );
+    .bind(cutoff, limit)
+    .all<{ batch_id: string }>();
+  return results.length;
 }
 
 /** The merchant's batch uploaded under this Idempotency-Key after `since`, if any. */
@@ -155,14 +232,16 @@ export interface BatchStateChange {
 
 /**
  * Mirrors the Durable Object's state (called at each transition). Mirror writes of one batch can
- * land out of order; a row that has ended is never moved back by a late one.
+ * land out of order; a row that has ended is never moved back by a late one. Once ended, only
+ * `processed_lines` may still rise: the rows of chunks that were running when the batch failed (a
+ * cancel), counted as they land.
  */
 export async function updateBatchState(db: D1Database, id: string, change: BatchStateChange): Promise<void> {
   await db
     .prepare(
-      `UPDATE batches SET status = ?2, processed_lines = ?3, updated_at = ?4,
+      `UPDATE batches SET status = ?2, processed_lines = MAX(processed_lines, ?3), updated_at = ?4,
               ended_at = COALESCE(ended_at, ?5), failure_reason = COALESCE(failure_reason, ?6)
-       WHERE id = ?1 AND ended_at IS NULL`,
+       WHERE id = ?1 AND (ended_at IS NULL OR (status = ?2 AND processed_lines < ?3))`,
     )
     .bind(id, change.status, change.processedLines, change.updatedAt, change.endedAt, change.failureReason)
     .run();

@@ -1,11 +1,27 @@
 /**
  * The sandbox processor's memory (durable-objects/sandbox-acquirer.ts): what it was asked, the way a
  * gateway keeps its transactions by order id. It stands for an outside system, so it lives in an
- * object of its own per processor and UTC day, not in the merchant's ledger. One row per call, not
- * per charge: a chunk's charges arrive in one call (coalesced), so the memory costs a batch one row
- * written per chunk. A lookup by key reads only the calls made in the claim's window. No card data:
- * the answer is codes and texts.
+ * object of its own per processor and UTC day, not in the merchant's ledger. No card data: the
+ * answer is codes and texts.
+ *
+ * Charges are found by their key without reading anything else: each call's entries are stored by
+ * the key's **block**, one row per block a call touches (primary key `(block, seq)`, `seq` counting
+ * the block's calls in the order they came). A block is
+ * up to BLOCK_KEYS neighbouring keys: a key ending in digits belongs to the block of its prefix and
+ * its number divided by BLOCK_KEYS, any other key is a block of its own. A batch chunk's keys
+ * (`{batch}:{line}`, 500 consecutive lines) fall in one or two blocks, so a chunk costs one or two
+ * rows written, not one per row; an API charge is one row. Finding a key (a charge's check for an
+ * earlier charge of it, a lookup) reads its block's rows: at most BLOCK_KEYS keys' entries (plus the
+ * rare calls sent again), whatever else the merchant charged that day.
+ *
+ * An entry is stored compactly, `[key's digits, type, amount, payment type, [answer fields...]]`,
+ * the keys' shared prefix once in the block: about 90 bytes a batch row in the object's SQLite,
+ * against some 330 bytes of JSON an entry took before (test/integration/sandbox-acquirer.test.ts).
+ *
+ * Objects made before blocks (a `calls` table keyed by time, read by a window around the claim) are
+ * still read when a key is not found in `charges`; they empty themselves 31 days after their day.
  */
+import { DURABLE_OBJECTS, HALF } from '../lib/platform-limits';
 
 export interface SandboxChargeEntry {
   idempotencyKey: string;
@@ -29,65 +45,207 @@ export interface SandboxLedgerRow extends SandboxChargeEntry {
   createdAt: string;
 }
 
-// Keyed by time, so that a lookup reads only the calls of its claim's window (a range of the
-// primary key, no index to write); `id` tells apart calls made in the same millisecond.
-const SCHEMA = `CREATE TABLE IF NOT EXISTS calls (
-  at TEXT NOT NULL,
-  id TEXT NOT NULL,
-  kind TEXT NOT NULL CHECK (kind IN ('charge', 'lookup')),
-  entries TEXT NOT NULL,
-  PRIMARY KEY (at, id)
-) WITHOUT ROWID`;
+/** Keys per block. Bounds what finding one key reads; a block row holds at most this many entries. */
+export const BLOCK_KEYS = 500;
 
-export function hasCalls(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'calls'").toArray().length > 0;
+/**
+ * The largest block row: BLOCK_KEYS entries of a key at its longest (255-character Idempotency-Key
+ * plus the operation's prefix, ~400 bytes) and ~100 bytes of fields, ~250 KB, under half of the
+ * 2 MB a row may hold.
+ */
+export const MAX_BLOCK_ROW_BYTES = BLOCK_KEYS * 500;
+if (MAX_BLOCK_ROW_BYTES > DURABLE_OBJECTS.rowBytes * HALF) throw new Error('a sandbox block row could pass half the row limit');
+
+const TRAILING_NUMBER = /^(.*?)([0-9]{1,15})$/;
+
+/** The block a key is stored in (see the header). */
+export function blockOf(key: string): string {
+  const match = TRAILING_NUMBER.exec(key);
+  if (!match) return key;
+  return `${match[1] ?? ''}#${Math.floor(Number(match[2]) / BLOCK_KEYS)}`;
 }
 
-export function createCallsTable(sql: SqlStorage): void {
+/**
+ * What every key of a block starts with: the block less its "#n" when the block is of keys ending
+ * in digits (its name then ends in a digit, which no other block's does), else the key itself.
+ */
+function blockPrefix(block: string): string {
+  return /[0-9]$/.test(block) ? block.slice(0, block.lastIndexOf('#')) : block;
+}
+
+const SCHEMA = `CREATE TABLE IF NOT EXISTS charges (
+  block TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  at TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('charge', 'lookup')),
+  entries TEXT NOT NULL,
+  PRIMARY KEY (block, seq)
+) WITHOUT ROWID`;
+
+export function hasChargeTable(sql: SqlStorage): boolean {
+  return tableExists(sql, 'charges');
+}
+
+export function createChargeTable(sql: SqlStorage): void {
   sql.exec(SCHEMA);
 }
 
-export function insertChargeCall(sql: SqlStorage, at: string, entries: readonly SandboxChargeEntry[]): void {
-  sql.exec("INSERT INTO calls (at, id, kind, entries) VALUES (?, ?, 'charge', ?)", at, crypto.randomUUID(), JSON.stringify(entries));
+function tableExists(sql: SqlStorage, name: string): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name).toArray().length > 0;
 }
 
-export function insertLookupCall(sql: SqlStorage, at: string, keys: readonly string[]): void {
-  sql.exec("INSERT INTO calls (at, id, kind, entries) VALUES (?, ?, 'lookup', ?)", at, crypto.randomUUID(), JSON.stringify(keys));
+/** The answer's fields in the order they are packed; an answer with other fields is kept as it is. */
+const RESULT_FIELDS = [
+  'response',
+  'responseCode',
+  'amountAuthorized',
+  'authCode',
+  'processorResponseCode',
+  'processorResponseText',
+  'avsResponseCode',
+  'cvvResponseCode',
+] as const;
+
+/** An entry as stored: the key less its block's prefix, then the fields. */
+type PackedEntry = [keyRest: string, type: string, amount: number, paymentType: 'card' | 'ach', result: unknown];
+
+function packResult(json: string): unknown {
+  const result = JSON.parse(json) as Record<string, unknown>;
+  const keys = Object.keys(result);
+  const known = keys.length === RESULT_FIELDS.length && keys.every((key, i) => key === RESULT_FIELDS[i]);
+  return known ? RESULT_FIELDS.map((field) => result[field] ?? null) : result;
 }
 
-/** The first answer for each of `keys` among the charges made between `from` and `to` (ISO times). */
-export function chargedBetween(sql: SqlStorage, keys: ReadonlySet<string>, from: string, to: string): Map<string, string> {
+function unpackResult(packed: unknown): string {
+  if (!Array.isArray(packed)) return JSON.stringify(packed);
+  return JSON.stringify(Object.fromEntries(RESULT_FIELDS.map((field, i) => [field, packed[i] ?? null])));
+}
+
+function pack(prefix: string, entry: SandboxChargeEntry): PackedEntry {
+  return [entry.idempotencyKey.slice(prefix.length), entry.type, entry.amount, entry.paymentType, packResult(entry.result)];
+}
+
+function unpack(prefix: string, entry: PackedEntry): SandboxChargeEntry {
+  return { idempotencyKey: prefix + entry[0], type: entry[1], amount: entry[2], paymentType: entry[3], result: unpackResult(entry[4]) };
+}
+
+function byBlock<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const blocks = new Map<string, T[]>();
+  for (const item of items) {
+    const block = blockOf(key(item));
+    const list = blocks.get(block);
+    if (list) list.push(item);
+    else blocks.set(block, [item]);
+  }
+  return blocks;
+}
+
+/** The first answer of each of `keys` (all of one block) found among the block's charge rows. */
+function firstAnswers(sql: SqlStorage, block: string, keys: ReadonlySet<string>, found: Map<string, string>): void {
+  const prefix = blockPrefix(block);
+  const rows = sql.exec<{ entries: string }>("SELECT entries FROM charges WHERE block = ? AND kind = 'charge' ORDER BY seq", block);
+  for (const row of rows) {
+    for (const entry of JSON.parse(row.entries) as PackedEntry[]) {
+      const key = prefix + entry[0];
+      if (keys.has(key) && !found.has(key)) found.set(key, unpackResult(entry[4]));
+    }
+  }
+}
+
+/**
+ * Records a charge call (one row per block it touches) and answers each key's answer: the first one
+ * the key ever got (`earlier`: answers found elsewhere first), its own for a key never charged.
+ * Synchronous: one step of the object, so two calls with the same key cannot both be first.
+ */
+export function recordCharges(
+  sql: SqlStorage,
+  at: string,
+  entries: readonly SandboxChargeEntry[],
+  earlier: ReadonlyMap<string, string> = new Map(),
+): Map<string, string> {
+  const answers = new Map(earlier);
+  for (const [block, group] of byBlock(entries, (entry) => entry.idempotencyKey)) {
+    firstAnswers(sql, block, new Set(group.map((entry) => entry.idempotencyKey)), answers);
+    const prefix = blockPrefix(block);
+    const packed = group.map((entry) => pack(prefix, entry));
+    insertRow(sql, block, at, 'charge', JSON.stringify(packed));
+  }
+  for (const entry of entries) if (!answers.has(entry.idempotencyKey)) answers.set(entry.idempotencyKey, entry.result);
+  return answers;
+}
+
+/** The first answer of each key that was charged (absent: never charged). Reads only the keys' blocks. */
+export function findCharges(sql: SqlStorage, keys: readonly string[]): Map<string, string> {
   const found = new Map<string, string>();
-  if (keys.size === 0 || !hasCalls(sql)) return found;
-  const rows = sql
-    .exec<{ entries: string }>("SELECT entries FROM calls WHERE at >= ? AND at <= ? AND kind = 'charge' ORDER BY at", from, to)
-    .toArray();
+  for (const [block, group] of byBlock(keys, (key) => key)) firstAnswers(sql, block, new Set(group), found);
+  return found;
+}
+
+/** Counts one lookup of each of `keys` (what the sandbox's ledger shows as lookupCalls). */
+export function recordLookups(sql: SqlStorage, at: string, keys: readonly string[]): void {
+  for (const [block, group] of byBlock(keys, (key) => key)) {
+    insertRow(sql, block, at, 'lookup', JSON.stringify(group));
+  }
+}
+
+/** A block's next row: its calls are numbered in the order the object took them (one at a time). */
+function insertRow(sql: SqlStorage, block: string, at: string, kind: 'charge' | 'lookup', entries: string): void {
+  sql.exec(
+    'INSERT INTO charges (block, seq, at, kind, entries) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM charges WHERE block = ?1), ?2, ?3, ?4)',
+    block,
+    at,
+    kind,
+    entries,
+  );
+}
+
+/**
+ * Every key the processor was asked for, in the order first charged (tests and operators: it reads
+ * the whole day, so no service path calls it).
+ */
+export function listCharges(sql: SqlStorage): SandboxLedgerRow[] {
+  const byKey = new Map<string, SandboxLedgerRow>();
+  const lookups: string[] = [];
+  const add = (at: string, entry: SandboxChargeEntry) => {
+    const seen = byKey.get(entry.idempotencyKey);
+    if (seen) seen.chargeCalls++;
+    else byKey.set(entry.idempotencyKey, { ...entry, chargeCalls: 1, lookupCalls: 0, createdAt: at });
+  };
+  const rows: { at: string; kind: string; entries: string; block: string | null }[] = [];
+  if (hasChargeTable(sql)) {
+    rows.push(...sql.exec<{ at: string; kind: string; entries: string; block: string }>('SELECT block, at, kind, entries FROM charges ORDER BY block, seq').toArray());
+  }
+  if (hasLegacyCalls(sql)) {
+    rows.push(...sql.exec<{ at: string; kind: string; entries: string }>('SELECT at, kind, entries FROM calls').toArray().map((row) => ({ ...row, block: null })));
+  }
+  // By time; a block's own calls keep their order (the sort is stable).
+  rows.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  for (const row of rows) {
+    if (row.kind === 'lookup') lookups.push(...(JSON.parse(row.entries) as string[]));
+    else if (row.block === null) for (const entry of JSON.parse(row.entries) as SandboxChargeEntry[]) add(row.at, entry);
+    else for (const entry of JSON.parse(row.entries) as PackedEntry[]) add(row.at, unpack(blockPrefix(row.block), entry));
+  }
+  for (const key of lookups) {
+    const seen = byKey.get(key);
+    if (seen) seen.lookupCalls++;
+  }
+  return [...byKey.values()];
+}
+
+// ---- objects made before blocks ----------------------------------------------------------------
+
+/** Whether the object has the time-keyed `calls` table of before blocks (read until it empties itself). */
+export function hasLegacyCalls(sql: SqlStorage): boolean {
+  return tableExists(sql, 'calls');
+}
+
+/** The first answer for each of `keys` among the legacy charge calls made between `from` and `to` (ISO times). */
+export function legacyChargedBetween(sql: SqlStorage, keys: ReadonlySet<string>, from: string, to: string, found: Map<string, string>): void {
+  if (keys.size === 0 || !hasLegacyCalls(sql)) return;
+  const rows = sql.exec<{ entries: string }>("SELECT entries FROM calls WHERE at >= ? AND at <= ? AND kind = 'charge' ORDER BY at", from, to);
   for (const row of rows) {
     for (const entry of JSON.parse(row.entries) as SandboxChargeEntry[]) {
       if (keys.has(entry.idempotencyKey) && !found.has(entry.idempotencyKey)) found.set(entry.idempotencyKey, entry.result);
     }
   }
-  return found;
-}
-
-/** Every key the processor was asked for, in the order first charged (tests and operators). */
-export function listCalls(sql: SqlStorage): SandboxLedgerRow[] {
-  if (!hasCalls(sql)) return [];
-  const byKey = new Map<string, SandboxLedgerRow>();
-  const rows = sql.exec<{ at: string; kind: string; entries: string }>('SELECT at, kind, entries FROM calls ORDER BY at').toArray();
-  for (const row of rows) {
-    if (row.kind === 'charge') {
-      for (const entry of JSON.parse(row.entries) as SandboxChargeEntry[]) {
-        const seen = byKey.get(entry.idempotencyKey);
-        if (seen) seen.chargeCalls++;
-        else byKey.set(entry.idempotencyKey, { ...entry, chargeCalls: 1, lookupCalls: 0, createdAt: row.at });
-      }
-    } else {
-      for (const key of JSON.parse(row.entries) as string[]) {
-        const seen = byKey.get(key);
-        if (seen) seen.lookupCalls++;
-      }
-    }
-  }
-  return [...byKey.values()];
 }

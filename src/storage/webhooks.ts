@@ -331,14 +331,15 @@ export async function markDeliveryFailed(db: D1Database, id: string, attemptsBef
 /**
  * Removes up to `limit` events created before `cutoff` that no delivery is still retrying, with
  * all their deliveries, in one transaction. An event a redelivery made pending again meanwhile
- * keeps itself and that delivery. Answers how many events went.
+ * keeps itself and that delivery. Answers how many events the page listed and how many went.
  */
-export async function deleteSettledEventsBefore(db: D1Database, cutoff: string, limit: number): Promise<number> {
+export async function deleteSettledEventsBefore(db: D1Database, cutoff: string, limit: number): Promise<{ listed: number; removed: number }> {
   const settled = `SELECT ev.id FROM webhook_events ev
     WHERE ev.created_at < ?1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.status = 'pending')
     ORDER BY ev.created_at LIMIT ?2`;
   const found = await db.prepare(settled).bind(cutoff, limit).all<{ id: string }>();
-  if (found.results.length === 0) return 0;
+  if (found.results.length === 0) return { listed: 0, removed: 0 };
+  // One JSON parameter for the page, clear of D1's 100 bound parameters (about 30 KB for 1,000 ids).
   const ids = JSON.stringify(found.results.map((row) => row.id));
   const [, events] = await db.batch([
     db.prepare(`DELETE FROM webhook_deliveries WHERE event_id IN (SELECT value FROM json_each(?1)) AND status != 'pending'`).bind(ids),
@@ -349,5 +350,21 @@ export async function deleteSettledEventsBefore(db: D1Database, cutoff: string, 
       )
       .bind(ids),
   ]);
-  return events?.meta.changes ?? 0;
+  return { listed: found.results.length, removed: events?.meta.changes ?? 0 };
+}
+
+/**
+ * Ends up to `limit` deliveries still `pending` whose attempt was due before `dueBefore` as failed
+ * with `reason` (the partial index `webhook_deliveries_pending` finds them without reading the
+ * others). Answers how many.
+ */
+export async function failDeliveriesDueBefore(db: D1Database, dueBefore: string, reason: string, limit: number): Promise<number> {
+  const result = await db
+    .prepare(
+      `UPDATE webhook_deliveries SET status = 'failed', last_error = ?2, next_attempt_at = NULL
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at < ?1 LIMIT ?3)`,
+    )
+    .bind(dueBefore, reason, limit)
+    .run();
+  return result.meta.changes;
 }

@@ -8,6 +8,6 @@ import worker from '../../src/index';
 export async function runDailyCron(at: Date): Promise<void> {
   const handler: ExportedHandler<Env> = worker;
   const ctx = createExecutionContext();
-  await handler.scheduled?.(createScheduledController({ scheduledTime: at, cron: '17 3 * * *' }), env, ctx);
+  await handler.scheduled?.(createScheduledController({ scheduledTime: at, cron: '17 * * * *' }), env, ctx);
   await waitOnExecutionContext(ctx);
 }

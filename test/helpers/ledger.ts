@@ -8,7 +8,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { vi } from 'vitest';
 import { ledgerShardName, utcDay } from '../../src/services/transactions/ledger';
 import { gunzipText } from '../../src/lib/gzip';
-import { createCallsTable } from '../../src/storage/sandbox-calls';
+import { createChargeTable } from '../../src/storage/sandbox-calls';
 import { createShardTables, unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
 
 export function batchShardName(merchantId: string, batchId: string): string {
@@ -117,15 +117,13 @@ export function failShardWrites(name: string, event: 'INSERT' | 'UPDATE' | 'DELE
   );
 }
 
-/** A fault in a sandbox acquirer's `calls` table: its charges under `key` are refused. */
+/**
+ * A fault in a sandbox acquirer's `charges` table: its charges under `key` are refused (a key with
+ * no trailing digits is a block of its own: its rows are found by the block).
+ */
 export function failSandboxCharges(stub: DurableObjectStub, key: string): Promise<() => Promise<void>> {
-  return failObjectWrites(
-    stub,
-    'INSERT',
-    'calls',
-    createCallsTable,
-    `NEW.kind = 'charge' AND NEW.entries LIKE '%"idempotencyKey":"${key}"%'`,
-  );
+  if (/[0-9]$/.test(key)) throw new Error('failSandboxCharges takes a key without trailing digits');
+  return failObjectWrites(stub, 'INSERT', 'charges', createChargeTable, `NEW.kind = 'charge' AND NEW.block = '${key}'`);
 }
 
 /**

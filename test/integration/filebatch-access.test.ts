@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { runDurableObjectAlarm } from 'cloudflare:test';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
 import { call, createMerchant } from '../helpers/api';
 import { runDailyCron } from '../helpers/cron';
@@ -57,9 +57,9 @@ describe('status and download access', () => {
     expect(download.status).toBe(410);
     expect(await download.json()).toEqual({ status: 'failed', msg: 'batch results expired', data: null });
     expect(await status(merchant.secretKey, id)).toEqual(completed);
-    // Each cron run logs its three sweeps; the request log's lines are left out.
+    // Each cron run logs its jobs; the request log's lines are left out.
     const cronEvents = logs.events().filter((event) => event !== 'request');
-    const sweeps = ['batch_retention', 'batch_record_retention', 'webhook_retention'];
+    const sweeps = ['batch_retention', 'batch_record_retention', 'webhook_retention', 'webhook_stuck_deliveries', 'upload_fingerprint_retention'];
     expect(cronEvents).toEqual([...sweeps, ...sweeps]);
   });
 });
@@ -119,7 +119,9 @@ describe('stall watchdog', () => {
       status: 'failed',
       failureReason: 'no progress for 10 minutes, even after re-enqueueing the missing chunks',
     });
-    expect(await runDurableObjectAlarm(stub)).toBe(false); // nothing left scheduled
+    // What is left scheduled is its retention: BATCH_RETENTION_DAYS (10) after it ended.
+    const endedAt = Date.parse((await stub.snapshot())?.updatedAt ?? '');
+    expect(await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm())).toBe(endedAt + 10 * 86_400_000);
     // The re-enqueued chunk reaches the consumer, which skips it: no such batch in D1.
     await vi.waitFor(() => expect(logs.events()).toContain('chunk_skipped'), { timeout: 10_000, interval: 10 });
   });

@@ -232,9 +232,7 @@ describe('pause and resume', () => {
 });
 
 describe('cancel', () => {
-  it('halfway: failed with the reason, processed_lines stops, one line per row, each row charged once, nothing new after the answer', async () => {
-    // Chunks sent before the cancel that find the uploaded file gone are skipped, with a warning.
-    vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+  it('halfway: failed with the reason; the chunks running then land and are counted, so processed_lines equals the rows the partial download shows charged', async () => {
     const hook = receiver();
     await createEndpoint(shop.secretKey, { url: hook.url, events: ['batch.failed'] });
     const rows = 8 * ROWS_PER_CHUNK;
@@ -251,6 +249,7 @@ describe('cancel', () => {
     // Only chunks done or in flight at the answer may have charged rows: never one sent after it.
     const mayRun = new Set(atCancel.filter((c) => c.sent).map((c) => c.chunk));
 
+    // The partial download waits (409, Retry-After) until the chunks running at the cancel landed.
     const result = await partialDownload(shop.secretKey, id);
     expect(result.rows).toHaveLength(rows);
     expect(result.rows.map((row) => row.idempotency_key)).toEqual(Array.from({ length: rows }, (_, i) => `${id}:${i + 2}`));
@@ -262,24 +261,73 @@ describe('cancel', () => {
       const line = Number(row.idempotency_key?.split(':')[1]);
       expect(mayRun.has(Math.floor((line - 2) / ROWS_PER_CHUNK)), `line ${line} ran after the cancel`).toBe(true);
     }
-    // Rows charged: those counted before the cancel, plus at most the window's chunks that were running.
+    // Rows charged: those counted before the cancel, plus the window's chunks that were running,
+    // and processed_lines counts every one of them.
     expect(ran.length).toBeGreaterThanOrEqual(cancelled.processed_lines);
     expect(ran.length).toBeLessThanOrEqual(cancelled.processed_lines + WINDOW * ROWS_PER_CHUNK);
     expect(await recordedTransactions(id)).toEqual({ count: ran.length, keys: ran.length });
+    expect(await status(shop.secretKey, id)).toMatchObject({ status: 'failed', processed_lines: ran.length, paused: false });
+    // The uploaded file (card numbers) went once they had landed.
+    expect(await env.FILES.head(`uploads/${id}.csv`)).toBeNull();
     // The chunks that were in flight delivered again (delivery is at least once), now, to the
-    // consumer itself: nothing new is charged, and the object sends no chunk after its answer.
+    // consumer itself: nothing new is charged or counted, and the object sends no chunk after its answer.
     const charged = await recordedTransactions(id);
     await deliver('binbatch-chunks', await chunkMessagesOf(id, inFlight(atCancel).map((c) => c.chunk)));
     expect(await recordedTransactions(id)).toEqual(charged);
     expect((await chunkStates(id)).filter((c) => c.sent).map((c) => c.chunk)).toEqual(atCancel.filter((c) => c.sent).map((c) => c.chunk));
-    // processed_lines stopped at the answer's value, and the chunks that finished later changed nothing.
-    expect(await status(shop.secretKey, id)).toMatchObject({ status: 'failed', processed_lines: cancelled.processed_lines, paused: false });
+    expect(await status(shop.secretKey, id)).toMatchObject({ status: 'failed', processed_lines: ran.length, paused: false });
 
+    // batch.failed was recorded once the batch settled: it carries the final count.
     const event = await env.DB.prepare("SELECT payload FROM webhook_events WHERE batch_id = ?1 AND type = 'batch.failed'")
       .bind(id)
       .first<string>('payload');
-    expect(JSON.parse(event ?? '{}')).toMatchObject({ type: 'batch.failed', data: { id, status: 'failed', failure_reason: 'cancelled by the merchant', paused: false } });
+    expect(JSON.parse(event ?? '{}')).toMatchObject({
+      type: 'batch.failed',
+      data: { id, status: 'failed', failure_reason: 'cancelled by the merchant', paused: false, processed_lines: ran.length },
+    });
   }, QUEUE_TEST_TIMEOUT);
+
+  it('a chunk charged while the cancel is answered lands afterwards: counted, and the download and the record agree', async () => {
+    const rows = 3 * ROWS_PER_CHUNK;
+    const { id, messages } = await createUnqueuedBatch(shop.secretKey, csv(CARD_HEADER, saleRows(rows)));
+    // The object has sent chunks 0 and 1 (the test delivers them itself; nothing else is sent).
+    await runInDurableObject(env.BATCH_PROGRESS.getByName(id), (_instance, state) => {
+      state.storage.sql.exec("UPDATE state SET status = 'queued'");
+      state.storage.sql.exec('UPDATE chunks SET sent_at = ? WHERE chunk IN (0, 1)', new Date().toISOString());
+    });
+    await deliver('binbatch-chunks', [messages[0]]);
+    expect((await status(shop.secretKey, id)).processed_lines).toBe(ROWS_PER_CHUNK);
+
+    // Chunk 1 is charged, then held just before its result part is written.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reached = () => {};
+    const atHold = new Promise<void>((resolve) => (reached = resolve));
+    const put = env.FILES.put.bind(env.FILES);
+    vi.spyOn(env.FILES, 'put').mockImplementation(async (key, value, options) => {
+      if (key === `results/${id}/000001.csv`) {
+        reached();
+        await held;
+      }
+      return put(key, value, options);
+    });
+    const landing = deliver('binbatch-chunks', [messages[1]]);
+    await atHold;
+    const cancelled = await actOk(shop.secretKey, id, 'cancel');
+    expect(cancelled).toMatchObject({ status: 'failed', processed_lines: ROWS_PER_CHUNK });
+    // Still running: the partial download waits for it.
+    const early = await call('GET', `/api/filebatch/${id}/download?partial=true`, { key: shop.secretKey });
+    expect(early.status).toBe(409);
+    expect(early.headers.get('Retry-After')).toBe('5');
+    release();
+    await landing;
+
+    const result = await partialDownload(shop.secretKey, id);
+    const ran = result.rows.filter((row) => row.response !== 'error');
+    expect(ran).toHaveLength(2 * ROWS_PER_CHUNK);
+    expect(await status(shop.secretKey, id)).toMatchObject({ status: 'failed', processed_lines: 2 * ROWS_PER_CHUNK });
+    expect(await recordedTransactions(id)).toEqual({ count: 2 * ROWS_PER_CHUNK, keys: 2 * ROWS_PER_CHUNK });
+  });
 
   it('cancels a paused batch that never started: every row "not processed", nothing charged', async () => {
     const rows = 3 * ROWS_PER_CHUNK;

@@ -122,6 +122,69 @@ describe('the same file uploaded again', () => {
     expect(await batchIds(shop)).toHaveLength(1);
   });
 
+  it(
+    'six concurrent identical uploads without an Idempotency-Key make one batch; the others are the 409 naming it',
+    async () => {
+      const shop = await createMerchant({ name: 'Six At Once Shop' });
+      const answers = await Promise.all(Array.from({ length: 6 }, () => upload(shop, file)));
+      const statuses = answers.map((answer) => answer.status).sort();
+      expect(statuses).toEqual([200, 409, 409, 409, 409, 409]);
+      const ids = await batchIds(shop);
+      expect(ids).toHaveLength(1);
+      const refused = await Promise.all(answers.filter((answer) => answer.status === 409).map((answer) => answer.json<{ msg: string }>()));
+      for (const body of refused) expect(body.msg).toBe(`this file was already uploaded in the last 24 hours as batch ${ids[0]}; to charge its rows again, upload it with ?allow_duplicate=true`);
+      await waitForStatus(shop.secretKey, ids[0] ?? '', 'completed');
+      expect(await chargedRows(shop)).toBe(3);
+      // Every stored upload belongs to a batch: the refused copies' files are gone.
+      const { results } = await env.DB.prepare('SELECT id FROM batches').all<{ id: string }>();
+      const known = new Set(results.map((row) => row.id));
+      const stored = (await env.FILES.list({ prefix: 'uploads/' })).objects.map((object) => object.key);
+      expect(stored.filter((key) => ![...known].some((id) => key.includes(id)))).toEqual([]);
+    },
+    QUEUE_TEST_TIMEOUT,
+  );
+
+  it('six identical uploads that all pass the duplicate check before any batch exists still make one batch', async () => {
+    const shop = await createMerchant({ name: 'Racing Duplicate Shop' });
+    const caller = await authenticateKey(env, shop.secretKey);
+    if (!caller) throw new Error('no caller');
+    // Each file's bytes are held until all six uploads are reading theirs: every one finds no
+    // earlier batch, and only the claim the batch row is written with can keep them to one.
+    let release = () => {};
+    const allReading = new Promise<void>((resolve) => (release = resolve));
+    let reading = 0;
+    const source = () => ({
+      fileName: 'race.csv',
+      bytes: (async function* () {
+        if (++reading === 6) release();
+        await allReading;
+        yield new TextEncoder().encode(file);
+      })(),
+    });
+    const outcomes = await Promise.all(Array.from({ length: 6 }, () => uploadBatch(env, caller, source(), null, () => new Date())));
+    const made = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.batch.id] : []));
+    expect(made).toHaveLength(1);
+    expect(outcomes.filter((outcome) => !outcome.ok).map((outcome) => !outcome.ok && outcome.reason)).toEqual(Array.from({ length: 5 }, () => 'duplicate_file'));
+    expect(await batchIds(shop)).toEqual(made);
+  });
+
+  it('six concurrent identical uploads with ?allow_duplicate=true make six batches, and the next plain one names the last', async () => {
+    const shop = await createMerchant({ name: 'Meant Six Times Shop' });
+    const caller = await authenticateKey(env, shop.secretKey);
+    if (!caller) throw new Error('no caller');
+    // Through the upload service (the batches are not started: this test is about who is accepted).
+    const source = () => ({ fileName: 'meant.csv', bytes: (async function* () { yield new TextEncoder().encode(file); })() });
+    const outcomes = await Promise.all(Array.from({ length: 6 }, () => uploadBatch(env, caller, source(), null, () => new Date(), { allowDuplicate: true })));
+    expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true, true, true, true, true]);
+    const ids = await batchIds(shop);
+    expect(ids).toHaveLength(6);
+    const again = await upload(shop, file);
+    expect(again.status).toBe(409);
+    const holder = await env.DB.prepare('SELECT batch_id FROM upload_fingerprints WHERE merchant_id = ?1').bind(shop.id).first<{ batch_id: string }>();
+    expect(ids).toContain(holder?.batch_id);
+    expect((await again.json<{ msg: string }>()).msg).toContain(`as batch ${holder?.batch_id};`);
+  });
+
   it('after 24 hours the same file and the same key start a new batch', async () => {
     const shop = await createMerchant({ name: 'Day Later Shop' });
     const caller = await authenticateKey(env, shop.secretKey);

@@ -1,5 +1,5 @@
 /**
- * Webhook history is kept 30 days: the daily cron removes each older event with all its
+ * Webhook history is kept 30 days: the hourly cron removes each older event with all its
  * deliveries once none is still being retried. The merchant sees it through the delivery list
  * and redelivery; the cron's clock is its scheduled time.
  */
@@ -49,7 +49,7 @@ async function delivered(deliveryId: string, when: Date): Promise<void> {
   expect(await recordAttempt(env.DB, deliveryId, 0, { status: 'delivered', lastStatusCode: 204, lastError: null, nextAttemptAt: null, deliveredAt: at })).toBe(true);
 }
 
-/** Runs the daily cron at `when`; answers the `removed` of its webhook_retention log line. */
+/** Runs the cron at `when`; answers the `removed` of its webhook_retention log line. */
 async function runCron(when: Date): Promise<number> {
   const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
   await runDailyCron(when);
@@ -93,6 +93,11 @@ describe('webhook history retention', () => {
       }),
     ).toBe(true);
     const retrying = await eventAt(at(HOUR), 'retrying'); // still pending: a redelivery made late, say
+    // Its next attempt is due an hour before the cron (one due long before has no message left behind
+    // it: the stuck-deliveries job ends those; test/integration/retention-volume.test.ts).
+    await env.DB.prepare('UPDATE webhook_deliveries SET next_attempt_at = ?2 WHERE id = ?1')
+      .bind(retrying.deliveryId, isoTimestamp(at(WEBHOOK_EVENT_RETENTION_DAYS * DAY + HOUR)))
+      .run();
     const recent = await eventAt(at(20 * DAY), 'recent');
     await delivered(recent.deliveryId, at(20 * DAY));
     expect((await listedDeliveries()).total).toBe(5);

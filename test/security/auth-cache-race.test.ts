@@ -1,8 +1,9 @@
 /**
- * A key revoked while a request is authenticating stays revoked: the in-flight request must not
- * write the caller it read before the revocation back into the KV or isolate cache afterwards.
- * The revocation is made to land at the worst moment by running it inside the cache binding's own
- * call (the real KV answers; the test only chooses when the revocation happens).
+ * A key revoked while a request is authenticating stays revoked. Authentication only reads the
+ * caches (the events that change a caller write KV: storage/auth-cache.ts), so the in-flight
+ * request cannot put the caller it read back into KV; and the isolate does not keep a caller it
+ * read before a revocation. The revocation is made to land at the worst moment by running it inside
+ * the binding's own call (the real KV and D1 answer; the test only chooses when it happens).
  */
 import { env } from 'cloudflare:workers';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,7 +16,7 @@ beforeAll(async () => {
   merchantId = (await createMerchant({ name: 'Race Shop' })).id;
 }, 30_000);
 
-/** A new secret key of the test merchant, never used yet (so cached nowhere). */
+/** A new secret key of the test merchant, never used yet. */
 async function newKey(): Promise<{ id: string; key: string; merchantId: string }> {
   const response = await admin('POST', `/admin/merchants/${merchantId}/keys`, { type: 'secret' });
   expect(response.status).toBe(201);
@@ -30,28 +31,41 @@ afterEach(() => {
 });
 
 describe('revocation while a request authenticates', () => {
-  it('lands between the D1 read and the KV write: the key is refused from then on, and not cached', async () => {
+  it('lands while the request reads D1 (no KV entry): the key is refused from then on, and nothing is cached', async () => {
     const { id, key } = await newKey();
-    const put = env.BIN_CACHE.put.bind(env.BIN_CACHE);
+    const cacheKey = `auth:${await sha256Hex(key)}`;
+    // A key without an entry (made before events wrote them, or a location the write has not reached).
+    await env.BIN_CACHE.delete(cacheKey);
+    const puts = vi.spyOn(env.BIN_CACHE, 'put');
+    const prepare = env.DB.prepare.bind(env.DB);
     let revoked = false;
-    vi.spyOn(env.BIN_CACHE, 'put').mockImplementation(async (name, value, options) => {
-      if (!revoked && String(name).startsWith('auth:')) {
+    vi.spyOn(env.DB, 'prepare').mockImplementation((query: string) => {
+      if (!revoked && query.includes('FROM api_keys k JOIN merchants')) {
         revoked = true;
-        expect((await admin('DELETE', `/admin/keys/${id}`)).status).toBe(200);
+        // The revocation commits while this request is on its way to D1.
+        return {
+          bind: (...args: unknown[]) => ({
+            first: async () => {
+              vi.mocked(env.DB.prepare).mockRestore();
+              expect((await admin('DELETE', `/admin/keys/${id}`)).status).toBe(200);
+              return prepare(query).bind(...args).first();
+            },
+          }),
+        } as unknown as D1PreparedStatement;
       }
-      return put(name, value, options);
+      return prepare(query);
     });
-    const inFlight = await listing(key);
+    expect((await listing(key)).status).toBe(401);
     expect(revoked).toBe(true);
-    // The revocation committed before this answer was decided: it is refused too.
-    expect(inFlight.status).toBe(401);
-    expect(await env.BIN_CACHE.get(`auth:${await sha256Hex(key)}`)).toBeNull();
+    // The reader wrote nothing; the revocation left no entry.
+    expect(puts.mock.calls.filter(([name]) => String(name).startsWith('auth:'))).toEqual([]);
+    expect(await env.BIN_CACHE.get(cacheKey)).toBeNull();
     expect((await listing(key)).status).toBe(401);
   });
 
   it('lands while a KV hit is being read: the isolate does not keep the caller it read', async () => {
     const { id, key } = await newKey();
-    // Another isolate had cached the caller in KV; this isolate has not seen the key yet.
+    // KV holds the caller (the key's creation wrote it); this isolate has not seen the key yet.
     const keyHash = await sha256Hex(key);
     await putCachedCaller(env.BIN_CACHE, keyHash, {
       merchantId,
@@ -76,32 +90,41 @@ describe('revocation while a request authenticates', () => {
     expect(revoked).toBe(true);
     expect(inFlight.status).toBe(401);
     vi.restoreAllMocks();
+    expect(await env.BIN_CACHE.get(`auth:${keyHash}`)).toBeNull();
     expect((await listing(key)).status).toBe(401);
   });
 
-  it('a merchant change landing the same way: the next request sees the new flags', async () => {
-    const { key } = await newKey();
+  it('a revocation landing while a merchant change writes the key\'s entry: the entry ends deleted, the key refused', async () => {
+    const { id, key } = await newKey();
+    const cacheKey = `auth:${await sha256Hex(key)}`;
     const put = env.BIN_CACHE.put.bind(env.BIN_CACHE);
-    let changed = false;
+    let revoked = false;
     vi.spyOn(env.BIN_CACHE, 'put').mockImplementation(async (name, value, options) => {
-      if (!changed && String(name).startsWith('auth:')) {
-        changed = true;
-        expect((await admin('PATCH', `/admin/merchants/${merchantId}`, { name: 'Renamed Race Shop' })).status).toBe(200);
+      if (!revoked && name === cacheKey) {
+        // The change read the key as active; the revocation commits (and deletes the entry) before
+        // the change's write lands, which would bring the revoked key back but for the re-read.
+        revoked = true;
+        expect((await admin('DELETE', `/admin/keys/${id}`)).status).toBe(200);
       }
       return put(name, value, options);
     });
-    expect((await listing(key)).status).toBe(200);
+    expect((await admin('PATCH', `/admin/merchants/${merchantId}`, { name: 'Renamed Race Shop' })).status).toBe(200);
+    expect(revoked).toBe(true);
     vi.restoreAllMocks();
-    // The in-flight request wrote the caller it read (the old name) after the change had deleted
-    // the entry; it saw the change on reading D1 again and took its write back.
-    const cacheKey = `auth:${await sha256Hex(key)}`;
     expect(await env.BIN_CACHE.get(cacheKey)).toBeNull();
-    // user_name on a new transaction is the merchant's current name, and that request caches it.
+    expect((await listing(key)).status).toBe(401);
+  });
+
+  it('a merchant change rewrites the entries of its keys: the next request sees the new name', async () => {
+    const { key } = await newKey();
+    const cacheKey = `auth:${await sha256Hex(key)}`;
+    expect((await listing(key)).status).toBe(200);
+    expect((await admin('PATCH', `/admin/merchants/${merchantId}`, { name: 'Race Shop Again' })).status).toBe(200);
+    expect(await env.BIN_CACHE.get(cacheKey, 'json')).toMatchObject({ merchantName: 'Race Shop Again' });
     const sale = await call('POST', '/api/transaction', {
       key,
       body: { transaction_type: 'sale', amount: 100, cc_number: '4111111111111111', cc_expiration: '12/30' },
     });
-    expect((await sale.json<{ data: { user_name: string } }>()).data.user_name).toBe('Renamed Race Shop');
-    expect(await env.BIN_CACHE.get(cacheKey, 'json')).toMatchObject({ merchantName: 'Renamed Race Shop' });
+    expect((await sale.json<{ data: { user_name: string } }>()).data.user_name).toBe('Race Shop Again');
   });
 });

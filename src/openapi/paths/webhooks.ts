@@ -79,7 +79,7 @@ export function registerWebhooks(registry: Registry): void {
     operationId: 'listWebhookDeliveries',
     tags,
     summary: "An endpoint's deliveries, newest first, paginated like the batch list",
-    description: 'Deliveries of the events of the last 30 days: the daily cron removes an older event with its deliveries once none is still being retried.',
+    description: 'Deliveries of the events of the last 30 days: the hourly cron removes an older event with its deliveries once none is still being retried.',
     security: SECRET_KEY,
     request: { params: webhookIdParamSchema, query: deliveriesQuerySchema },
     responses: { 200: ok('A page of deliveries.', deliveryListResponseSchema), ...errors([400, 401, 404]) },

@@ -14,7 +14,15 @@
  *
  * A row without a record was never charged, because a row is claimed (recorded) before it is
  * charged; claims the failed chunk left open are settled with the processor first. While some
- * are too fresh to settle (their holder may still be running), the download answers "retry later".
+ * are too fresh to settle (their holder may still be running), or chunks that were running when the
+ * batch failed have not landed yet (a cancel: the batch's object counts them as they land), the
+ * download answers "retry later": the download and `processed_lines` then agree.
+ *
+ * Subrequests (one HTTP invocation): the batch row, the object, the claims' settlement (one call to
+ * the shard, one to the processor per day), the parts listing, one R2 read per finished chunk and
+ * one ledger read per chunk that ran without finishing (at most the window, BATCH_CHUNKS_IN_FLIGHT);
+ * a chunk never sent is written without any. For the largest file (1,000 chunks) about 1,010, under
+ * Workers Paid's 10,000 per invocation (half: 5,000; docs/limits.md, "Platform limits").
  */
 import type { Caller, Env } from '../../env';
 import { concatenatedStream } from '../../lib/concatenated-stream';
@@ -27,6 +35,9 @@ import { notProcessedRecord } from '../transactions/records';
 import { resultLine, rowIdempotencyKey } from './chunks';
 import { batchState, openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
 import { wasCancelled, type ChunkLines } from './state';
+
+/** How soon to ask again while the chunks running at a cancel land (they take seconds). */
+const LANDING_RETRY_SECONDS = 5;
 
 /** What a row of a cancelled batch that never ran says (a batch that failed says it failed). */
 export const CANCELLED_NOT_PROCESSED_TEXT = 'not processed: the batch was cancelled; nothing was charged';
@@ -50,10 +61,12 @@ export async function openPartialDownload(env: Env, caller: Caller, id: string, 
   if (live?.status !== 'failed') return { ok: false, reason: row.results_deleted_at !== null ? 'expired' : 'not_ended' };
   if (resultsExpired(env, row, live.updatedAt, clock)) return { ok: false, reason: 'expired' };
 
+  const view = await progress.partialView();
+  if (!view.settled) return { ok: false, reason: 'settling', retryAfterSeconds: LANDING_RETRY_SECONDS };
   const claims = await settleBatchClaims(env, caller, { id, createdAt: row.created_at }, clock);
   if (claims.open > 0) return { ok: false, reason: 'settling', retryAfterSeconds: claims.retryAfterSeconds };
-  const [chunks, parts] = await Promise.all([progress.chunkLines(), listResultParts(env.FILES, id)]);
-  return { ok: true, fileName: row.file_name, body: partialStream(env, caller, row, chunks, parts), partial: true };
+  const parts = await listResultParts(env.FILES, id);
+  return { ok: true, fileName: row.file_name, body: partialStream(env, caller, row, view.chunks, parts), partial: true };
 }
 
 function partialStream(
@@ -81,7 +94,8 @@ function partialStream(
 async function unfinishedChunkLines(env: Env, caller: Caller, batch: BatchRow, chunk: ChunkLines): Promise<string> {
   const keys = Array.from({ length: chunk.rows }, (_, i) => rowIdempotencyKey(batch.id, chunk.firstLine + i));
   const context = { source: 'batch' as const, ipAddress: null, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: chunk.firstLine };
-  const found = await new Ledger(env, caller.merchantId, context, new Date()).find(keys);
+  // A chunk never sent charged nothing: no ledger read for it.
+  const found = chunk.sent ? await new Ledger(env, caller.merchantId, context, new Date()).find(keys) : new Map<string, never>();
   const records = new Map([...found].map(([key, stored]) => [key, stored.record]));
   const cancelled = wasCancelled(batch.failure_reason);
   let lines = '';

@@ -63,7 +63,7 @@ const RECORDS_PER_STATEMENT = 500;
 /**
  * Retention of batch records: a batch's D1 row is deleted one day after its ledger shard passed
  * TRANSACTION_RETENTION_DAYS and was archived (its transaction ids then answer "archived" by the day
- * they carry). Bounded like every daily job: at most `maxStatements` statements, then the next run.
+ * they carry). Bounded like every maintenance job: at most `maxStatements` statements, then the next run.
  */
 export async function deleteExpiredBatchRecords(env: Env, clock: Clock, maxStatements = Infinity): Promise<{ removed: number; finished: boolean }> {
   const cutoff = isoTimestamp(new Date(clock().getTime() - (retentionDays(env) + 1) * 86_400_000));

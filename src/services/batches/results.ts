@@ -73,10 +73,15 @@ export async function resultPart(bucket: R2Bucket, batchId: string, chunk: numbe
 const SWEEP_PAGE = 50;
 
 /**
- * Retention: deletes the result parts and the Durable Object of batches that ended more than
- * BATCH_RETENTION_DAYS ago (completed ones stop being downloadable: "batch results expired"; failed
- * ones may have left partial parts). Their D1 records stay, so status still answers. Returns how
- * many batches it swept.
+ * Retention, as a sweep: deletes the result parts and the Durable Object of batches that ended
+ * more than BATCH_RETENTION_DAYS ago and still have them (completed ones stop being downloadable at
+ * the deadline itself: "batch results expired"; failed ones may have left partial parts). Their D1
+ * records stay, so status still answers. Returns how many batches it swept.
+ *
+ * Each batch's object does this itself at its deadline (durable-objects/batch-progress.ts), so the
+ * sweep finds only the batches whose alarm did not run (ended before objects had one, or an alarm
+ * that failed all its retries), and those whose alarm is a few minutes from running (both deleting
+ * is harmless).
  *
  * A run makes at most about `maxStatements` D1 statements, R2 calls and object calls (each counts
  * against the invocation's limits): a page costs its listing, an UPDATE, and three calls per batch
@@ -103,5 +108,6 @@ export async function deleteExpiredResults(env: Env, clock: Clock, maxStatements
     await markResultsDeleted(env.DB, ids, isoTimestamp(now));
     statements++;
     swept += ids.length;
+    if (ids.length < pageSize) return { swept, finished: true };
   }
 }

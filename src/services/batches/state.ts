@@ -39,6 +39,15 @@ export interface ChunkLines {
   chunk: number;
   firstLine: number;
   rows: number;
+  /** Whether its message was ever sent: a chunk never sent charged nothing. */
+  sent: boolean;
+}
+
+/** What a partial download reads from the batch's object. */
+export interface PartialView {
+  /** False while chunks that were running when the batch failed may still land (and be counted). */
+  settled: boolean;
+  chunks: ChunkLines[];
 }
 
 export const ENDED_STATUSES: ReadonlySet<BatchStatus> = new Set(['completed', 'failed']);

@@ -12,7 +12,7 @@ import type { UploadedBatch } from '../../schemas/filebatch-response';
 import type { ChunkMessage } from '../../schemas/queue';
 import { INPUT_COLUMNS } from '../../schemas/transaction-columns';
 import { deleteUpload, R2UploadWriter, uploadKey } from '../../storage/batch-files';
-import { findBatchByUploadFingerprint, findBatchByUploadKey, releaseUploadKey, type BatchRow } from '../../storage/batches';
+import { findBatchByUploadFingerprint, findBatchByUploadKey, findFingerprintHolder, releaseUploadKey, type BatchRow } from '../../storage/batches';
 import { batchLimits } from './limits';
 import { chunkMessages, createBatch, lifecycleDeps, startBatch } from './lifecycle';
 
@@ -72,6 +72,8 @@ async function uploadFingerprint(env: Env, sha256: ArrayBuffer): Promise<string>
  * An earlier upload this one repeats, decided once the file is read: under the same key, its batch
  * again (same file) or a 409 (another file); without one, or with a new key, the same bytes as an
  * upload of the last 24 hours are a 409 naming that batch unless `allowDuplicate`. Null: go on.
+ * This read spares the common repeat the rest of the upload; what holds under concurrent uploads is
+ * the claim the batch row is written with (`createBatch`).
  */
 async function repeatOf(
   env: Env,
@@ -86,11 +88,14 @@ async function repeatOf(
   }
   if (options.allowDuplicate) return null;
   const same = await findBatchByUploadFingerprint(env.DB, caller.merchantId, fingerprint, since);
-  if (!same) return null;
+  return same ? duplicateOf(same.id) : null;
+}
+
+function duplicateOf(batchId: string): Extract<UploadOutcome, { ok: false }> {
   return {
     ok: false,
     reason: 'duplicate_file',
-    msg: `this file was already uploaded in the last 24 hours as batch ${same.id}; to charge its rows again, upload it with ?allow_duplicate=true`,
+    msg: `this file was already uploaded in the last 24 hours as batch ${batchId}; to charge its rows again, upload it with ?allow_duplicate=true`,
   };
 }
 
@@ -192,15 +197,35 @@ export async function uploadBatch(
     upload_sha256: fingerprint,
     upload_idempotency_key: options.idempotencyKey ?? null,
   };
-  try {
-    await createBatch(lifecycleDeps(env), row, scan.chunks);
-  } catch (err) {
-    // Another upload under the same key made its batch first (the unique index): this one is a
-    // repeat of it, and its stored file goes.
-    const winner = options.idempotencyKey === undefined ? null : await findBatchByUploadKey(env.DB, caller.merchantId, options.idempotencyKey, since);
-    if (!winner) throw err;
-    await deleteUpload(env.FILES, id);
-    return keyedRepeat(winner, fingerprint);
+  const claim = { merchantId: caller.merchantId, fingerprint, lapsedAtOrBefore: since, takeOver: options.allowDuplicate === true };
+  const keyWinner = () =>
+    options.idempotencyKey === undefined ? Promise.resolve(null) : findBatchByUploadKey(env.DB, caller.merchantId, options.idempotencyKey, since);
+  // Twice at most: a claim that lapsed or was taken over between this upload's refusal and its read is gone.
+  for (let attempt = 1; ; attempt++) {
+    let created: boolean;
+    try {
+      created = await createBatch(lifecycleDeps(env), row, scan.chunks, claim);
+    } catch (err) {
+      // Another upload under the same key made its batch first (the unique index): this one is a
+      // repeat of it, and its stored file goes.
+      const winner = await keyWinner();
+      if (!winner) throw err;
+      await deleteUpload(env.FILES, id);
+      return keyedRepeat(winner, fingerprint);
+    }
+    if (created) break;
+    // Another upload of the same bytes made its batch first (its fingerprint claim stood): under the
+    // same key this one repeats it, without it is the 409 a later upload would get.
+    const winner = await keyWinner();
+    const holder = winner ? null : await findFingerprintHolder(env.DB, caller.merchantId, fingerprint);
+    if (winner || holder !== null) {
+      await deleteUpload(env.FILES, id);
+      return winner ? keyedRepeat(winner, fingerprint) : duplicateOf(holder ?? '');
+    }
+    if (attempt >= 2) {
+      await deleteUpload(env.FILES, id);
+      throw new Error('the duplicate window of this file changed hands twice while it was uploaded');
+    }
   }
   return { ok: true, batch: uploadedBatch(row), messages: chunkMessages(id, scan.chunks), replayed: false };
 }

@@ -27,7 +27,7 @@ import { maxAttempts, retryDelaySeconds } from './config';
 import type { WebhookDeps } from './deps';
 import { openSigningSecret } from './secrets';
 
-/** The longest delay a queue message can carry (Queues limits: 12 hours); longer waits are re-deferred. */
+/** The longest delay a queue message can carry (Queues allows 24 hours now, 12 before); longer waits are re-deferred. */
 export const MAX_QUEUE_DELAY_SECONDS = 43_200;
 
 export type AttemptOutcome =
@@ -96,21 +96,26 @@ async function send(
 ): Promise<{ statusCode: number | null; error: string | null }> {
   const secrets = await activeSecrets(deps, delivery, now);
   const timestamp = Math.floor(now.getTime() / 1_000);
+  const headers = {
+    'Content-Type': 'application/json',
+    'User-Agent': 'binbatch-webhooks/1',
+    'Binbatch-Signature': await signatureHeader(secrets, timestamp, delivery.payload),
+    'Binbatch-Event-Id': delivery.event_id,
+    'Binbatch-Delivery-Id': delivery.id,
+  };
   let response: Response;
   try {
+    // The time limit starts here, as the request is sent, not when the attempt began: the consumer
+    // keeps its attempts within the invocation's connections, so no request waits for one unsent
+    // while its limit runs (queues/webhook-consumer.ts, ATTEMPTS_AT_ONCE).
+    const signal = deps.timeoutSignal(deps.config.timeoutMs);
     response = await deps.fetch(delivery.url, {
       method: 'POST',
-      headers: {
-        'Content-Type': 'application/json',
-        'User-Agent': 'binbatch-webhooks/1',
-        'Binbatch-Signature': await signatureHeader(secrets, timestamp, delivery.payload),
-        'Binbatch-Event-Id': delivery.event_id,
-        'Binbatch-Delivery-Id': delivery.id,
-      },
+      headers,
       body: delivery.payload,
       // A redirect could lead anywhere, past the URL rules: it counts as a failed attempt.
       redirect: 'manual',
-      signal: deps.timeoutSignal(deps.config.timeoutMs),
+      signal,
     });
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));

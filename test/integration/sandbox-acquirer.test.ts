@@ -1,0 +1,134 @@
+/**
+ * The sandbox acquirer under one merchant's busy day (issue 29, item 6): one object per processor
+ * and day sees every file and API charge of the merchant, so what one call costs must not grow with
+ * what the day already holds. A charge finds earlier charges of its keys, and a lookup finds a key,
+ * by the key's block (storage/sandbox-calls.ts), never by re-reading a window of calls; entries are
+ * stored compactly; lookups of many keys are one call per day.
+ */
+import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import { sandboxAcquirerName, SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
+import { recordCharges, findCharges, type SandboxChargeEntry } from '../../src/storage/sandbox-calls';
+import { meterInvocation } from '../helpers/invocation-meter';
+
+const DAY = '2026-12-03';
+const NOW = `${DAY}T12:00:00.000Z`;
+const APPROVED = JSON.stringify({
+  response: 'approved',
+  responseCode: 100,
+  amountAuthorized: 1000,
+  authCode: 'AB12CD',
+  processorResponseCode: '00',
+  processorResponseText: 'APPROVED',
+  avsResponseCode: 'Y',
+  cvvResponseCode: 'M',
+});
+
+/** A chunk's charges: rows `firstLine`… of a batch, keyed `{batch}:{line}` as the engine keys them. */
+function chunk(batchId: string, firstLine: number, rows = 500): SandboxChargeEntry[] {
+  return Array.from({ length: rows }, (_, i) => ({
+    idempotencyKey: `${batchId}:${firstLine + i}`,
+    type: 'sale',
+    amount: 1_000 + i,
+    paymentType: 'card' as const,
+    result: APPROVED.replace('AB12CD', `A${String(firstLine + i).padStart(5, '0')}`),
+  }));
+}
+
+function acquirer(processorId: string) {
+  return env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(processorId, DAY));
+}
+
+/** Rows SQLite read for the statements `run` makes on the object's storage. */
+function rowsReadDuring<T>(sql: SqlStorage, run: () => T): { answer: T; rowsRead: number } {
+  const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+  const exec = sql.exec.bind(sql);
+  (sql as { exec: SqlStorage['exec'] }).exec = ((query: string, ...bindings: unknown[]) => {
+    const cursor = exec(query, ...bindings);
+    cursors.push(cursor);
+    return cursor;
+  }) as SqlStorage['exec'];
+  try {
+    const answer = run();
+    return { answer, rowsRead: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0) };
+  } finally {
+    (sql as { exec: SqlStorage['exec'] }).exec = exec;
+  }
+}
+
+describe('one merchant\'s day in one acquirer object', () => {
+  it('a charge and a lookup read their own keys\' blocks, the same with 40 chunks in the day as with one', async () => {
+    const stub = acquirer('sandbox_busy_day');
+    // 40 chunks of 500 rows from 8 files, as a merchant's files running side by side would send them.
+    for (let file = 0; file < 8; file++) {
+      for (let c = 0; c < 5; c++) {
+        const answer = await stub.charge(DAY, chunk(`bat_busy${file}`, 2 + c * 500), NOW, NOW);
+        expect('answers' in answer).toBe(true);
+      }
+    }
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      // A new chunk of another file: its two blocks are empty; the day's 40 chunk rows are not read.
+      const fresh = rowsReadDuring(sql, () => recordCharges(sql, NOW, chunk('bat_busy9', 2)));
+      expect(fresh.answer.size).toBe(500);
+      expect(fresh.rowsRead).toBeLessThanOrEqual(4);
+      // A chunk sent again: its first answers come back, from its own blocks' rows only.
+      const again = rowsReadDuring(sql, () => recordCharges(sql, NOW, chunk('bat_busy3', 502).map((e) => ({ ...e, result: APPROVED }))));
+      expect(again.answer.get('bat_busy3:502')).toContain('A00502');
+      expect(again.rowsRead).toBeLessThanOrEqual(8);
+      // A lookup of one key reads its block.
+      const lookup = rowsReadDuring(sql, () => findCharges(sql, ['bat_busy5:1700', 'bat_busy5:99999']));
+      expect([...lookup.answer.keys()]).toEqual(['bat_busy5:1700']);
+      expect(lookup.rowsRead).toBeLessThanOrEqual(6);
+    });
+  });
+
+  it('stores a charge in under a third of the bytes the object-per-entry JSON took', async () => {
+    const stub = acquirer('sandbox_compact');
+    const before = await runInDurableObject(stub, (_instance, state) => state.storage.sql.databaseSize);
+    for (let c = 0; c < 10; c++) await stub.charge(DAY, chunk('bat_compactfile00000000', 2 + c * 500), NOW, NOW);
+    const after = await runInDurableObject(stub, (_instance, state) => state.storage.sql.databaseSize);
+    const perCharge = (after - before) / 5_000;
+    // The old rows held each entry as an object with the answer as escaped JSON: 330 bytes.
+    expect(perCharge).toBeLessThan(100);
+  });
+
+  it('a key sent again in the same day answers its first answer, whatever else came between', async () => {
+    const stub = acquirer('sandbox_first_answer');
+    const first = await stub.charge(DAY, [{ idempotencyKey: 'api-key-1', type: 'sale', amount: 500, paymentType: 'card', result: APPROVED }], NOW, NOW);
+    await stub.charge(DAY, chunk('bat_between', 2), NOW, NOW);
+    const declined = APPROVED.replace('"approved"', '"declined"');
+    const again = await stub.charge(DAY, [{ idempotencyKey: 'api-key-1', type: 'sale', amount: 500, paymentType: 'card', result: declined }], NOW, NOW);
+    expect(again).toEqual(first);
+    const rows = (await stub.list()).filter((row) => row.idempotencyKey === 'api-key-1');
+    expect(rows).toEqual([{ idempotencyKey: 'api-key-1', type: 'sale', amount: 500, paymentType: 'card', result: APPROVED, chargeCalls: 2, lookupCalls: 0, createdAt: NOW }]);
+  });
+
+  it('an object made before blocks is still read: its charges are found and answered first', async () => {
+    const stub = acquirer('sandbox_legacy');
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec('CREATE TABLE calls (at TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, entries TEXT NOT NULL, PRIMARY KEY (at, id)) WITHOUT ROWID');
+      const entries = [{ idempotencyKey: 'legacy-1', type: 'sale', amount: 700, paymentType: 'card', result: APPROVED }];
+      state.storage.sql.exec("INSERT INTO calls (at, id, kind, entries) VALUES (?, 'x', 'charge', ?)", NOW, JSON.stringify(entries));
+    });
+    expect(await stub.lookup([{ key: 'legacy-1', claimedAt: NOW }], NOW)).toEqual({ 'legacy-1': APPROVED });
+    const declined = APPROVED.replace('"approved"', '"declined"');
+    const again = await stub.charge(DAY, [{ idempotencyKey: 'legacy-1', type: 'sale', amount: 700, paymentType: 'card', result: declined }], NOW, NOW);
+    expect(again).toEqual({ answers: { 'legacy-1': APPROVED } });
+    expect((await stub.list()).find((row) => row.idempotencyKey === 'legacy-1')).toMatchObject({ chargeCalls: 2, lookupCalls: 1 });
+  });
+});
+
+describe('lookups from one invocation', () => {
+  it('200 claims settled at once make one call to the acquirer of their day, not one per key', async () => {
+    const processorId = 'sandbox_many_lookups';
+    await acquirer(processorId).charge(DAY, chunk('bat_lookups', 2), NOW, NOW);
+    const meter = meterInvocation(env);
+    const processor = new SandboxProcessor(meter.env.SANDBOX_ACQUIRER, processorId, () => new Date(NOW));
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => processor.lookup(`bat_lookups:${2 + i * 2}`, NOW)));
+    expect(answers.every((answer) => answer?.response === 'approved')).toBe(true);
+    expect(await processor.lookup('bat_lookups:9999', NOW)).toBeNull();
+    expect(meter.subrequests.get('SANDBOX_ACQUIRER')).toBe(2);
+  });
+});
