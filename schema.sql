@@ -184,6 +184,48 @@ CREATE TABLE IF NOT EXISTS vault_payment_methods (
 );
 CREATE INDEX IF NOT EXISTS vault_payment_methods_customer ON vault_payment_methods(merchant_id, customer_id, created_at);
 
+-- A customer's addresses (FluidPay's vault: POST /api/vault/customer/{id}/address, and the
+-- default_billing_address / default_shipping_address of a create). `hash` is of the address's
+-- fields: an identical address is refused rather than stored twice. At most 20 a customer
+-- (src/services/vault/addresses.ts). New tables rather than new columns, so that applying this
+-- file to a database from before them upgrades it (CREATE TABLE IF NOT EXISTS; ALTER TABLE is not
+-- idempotent).
+CREATE TABLE IF NOT EXISTS vault_addresses (
+  merchant_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  first_name TEXT,
+  last_name TEXT,
+  company TEXT,
+  line_1 TEXT,
+  line_2 TEXT,
+  city TEXT,
+  state TEXT,
+  postal_code TEXT,
+  country TEXT,
+  email TEXT,
+  phone TEXT,
+  fax TEXT,
+  hash TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, id),
+  UNIQUE (merchant_id, customer_id, hash),
+  FOREIGN KEY (merchant_id, customer_id) REFERENCES vault_customers(merchant_id, id)
+);
+CREATE INDEX IF NOT EXISTS vault_addresses_customer ON vault_addresses(merchant_id, customer_id, created_at);
+
+-- What FluidPay's vault keeps on a customer beside vault_customers' columns: notes and the default
+-- addresses. One row per customer at most, written when one of them is first set.
+CREATE TABLE IF NOT EXISTS vault_customer_profiles (
+  merchant_id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  notes TEXT,
+  default_billing_address_id TEXT,
+  default_shipping_address_id TEXT,
+  PRIMARY KEY (merchant_id, customer_id),
+  FOREIGN KEY (merchant_id, customer_id) REFERENCES vault_customers(merchant_id, id)
+);
+
 
 -- == Transactions and processors =============================================================
 
@@ -274,7 +316,8 @@ CREATE INDEX IF NOT EXISTS webhook_endpoints_merchant ON webhook_endpoints(merch
 CREATE TABLE IF NOT EXISTS webhook_events (
   id TEXT PRIMARY KEY,
   merchant_id TEXT NOT NULL REFERENCES merchants(id),
-  type TEXT NOT NULL CHECK (type IN ('batch.completed', 'batch.failed', 'settlement.completed')),
+  -- transaction_create: batch_id holds the transaction id (one event per API transaction, opt-in).
+  type TEXT NOT NULL CHECK (type IN ('batch.completed', 'batch.failed', 'settlement.completed', 'transaction_create')),
   batch_id TEXT NOT NULL,
   payload TEXT NOT NULL,
   created_at TEXT NOT NULL,
@@ -282,6 +325,9 @@ CREATE TABLE IF NOT EXISTS webhook_events (
 );
 -- The daily cron removes events older than 30 days with their deliveries (services/webhooks/retention.ts).
 CREATE INDEX IF NOT EXISTS webhook_events_created ON webhook_events(created_at);
+-- A merchant's transaction_create events of a day are counted against their daily bound
+-- (src/services/webhooks/transaction-events.ts).
+CREATE INDEX IF NOT EXISTS webhook_events_merchant_type ON webhook_events(merchant_id, type, created_at);
 
 -- One event to one endpoint. `attempts` and `next_attempt_at` are the schedule (queue messages
 -- only carry the delivery id and the attempt number they are for); `enqueued_at` marks the first

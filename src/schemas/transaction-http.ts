@@ -74,5 +74,7 @@ export const idempotencyHeaderSchema = z.object({
 });
 
 export const transactionIdParamSchema = z.object({
-  id: z.string().regex(/^txn_[a-z0-9]{1,60}$/, 'malformed transaction id'),
+  // binbatch's ids, and FluidPay's (20 characters of 0-9 a-v): one binbatch never issued is a 404,
+  // answered without waking any ledger shard (the id names none).
+  id: z.string().regex(/^(txn_[a-z0-9]{1,60}|[0-9a-v]{20})$/, 'malformed transaction id (txn_…, or a FluidPay id of 20 characters)'),
 });

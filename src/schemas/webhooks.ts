@@ -10,9 +10,17 @@ import { deletedSchema, successEnvelopeSchema, timestampSchema } from './envelop
 import { listQuerySchema } from './filebatch';
 import { batchRecordSchema } from './filebatch-response';
 import { settlementBatchSchema } from './settlement';
+import { transactionRecordSchema } from './transaction-response';
 
-export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed'] as const;
+export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed', 'transaction_create'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/**
+ * Types an endpoint gets only when it names them: `transaction_create` is one event per API
+ * transaction (FluidPay's event of that name), never the default (docs/webhooks.md).
+ */
+export const OPT_IN_EVENT_TYPES: readonly WebhookEventType[] = ['transaction_create'];
+export const DEFAULT_EVENT_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => !OPT_IN_EVENT_TYPES.includes(type));
 
 export const MAX_WEBHOOK_ENDPOINTS = 10;
 
@@ -28,7 +36,7 @@ export const webhookCreateSchema = z.strictObject({
     .refine((url) => !urlContainsCardNumber(url), 'must not contain a card number'),
   events: z
     .array(z.enum(WEBHOOK_EVENT_TYPES, `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}`), 'must be an array of event types')
-    .min(1, 'must name at least one event type (leave it out for all of them)')
+    .min(1, 'must name at least one event type (leave it out for all of them but transaction_create)')
     .optional(),
 });
 export type WebhookCreate = z.infer<typeof webhookCreateSchema>;
@@ -131,6 +139,22 @@ export const webhookEventSchema = z
     data: z.union([batchRecordSchema, settlementBatchSchema]).meta({ description: 'batch.*: the batch record; settlement.completed: the settlement batch.' }),
   })
   .meta({ id: 'WebhookEvent' });
+
+/** `transaction_create`'s body: FluidPay's event envelope (their SDKs' WebhookEvent), with binbatch's event id. */
+export const transactionEventSchema = z
+  .strictObject({
+    id: z.string().meta({ description: 'evt_… (also in Binbatch-Event-Id and X-Webhook-Event-Id).' }),
+    status: z.literal('success'),
+    msg: z.literal('success'),
+    type: z.literal('transaction_create'),
+    account_type: z.literal('merchant'),
+    account_type_id: z.string().meta({ description: 'The merchant.' }),
+    transaction_id: z.string(),
+    action_at: timestampSchema.meta({ description: 'When the transaction was created.' }),
+    data: transactionRecordSchema,
+  })
+  .meta({ id: 'TransactionEvent' });
+export type TransactionEvent = z.infer<typeof transactionEventSchema>;
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;
 
 // ---- queue ----------------------------------------------------------------------------------

@@ -184,10 +184,12 @@ export async function updateCustomer(
   return row ? toCustomer(row) : null;
 }
 
-/** Deletes a customer and every payment method it holds (their sealed numbers with them). */
+/** Deletes a customer and every payment method (their sealed numbers with them) and address it holds. */
 export async function deleteCustomer(db: D1Database, merchantId: string, id: string): Promise<boolean> {
-  const [, customers] = await db.batch([
+  const [, , , customers] = await db.batch([
     db.prepare('DELETE FROM vault_payment_methods WHERE merchant_id = ?1 AND customer_id = ?2').bind(merchantId, id),
+    db.prepare('DELETE FROM vault_addresses WHERE merchant_id = ?1 AND customer_id = ?2').bind(merchantId, id),
+    db.prepare('DELETE FROM vault_customer_profiles WHERE merchant_id = ?1 AND customer_id = ?2').bind(merchantId, id),
     db.prepare('DELETE FROM vault_customers WHERE merchant_id = ?1 AND id = ?2').bind(merchantId, id),
   ]);
   return (customers?.meta.changes ?? 0) > 0;

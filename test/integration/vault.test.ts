@@ -120,9 +120,10 @@ describe('POST /api/vault/customer', () => {
   it('rejects a duplicate id with 409 and a malformed id with 400', async () => {
     await createCustomer({ id: 'dupe42' });
     expect((await vault('POST', '/customer', { id: 'dupe42' })).status).toBe(409);
-    const response = await vault('POST', '/customer', { id: 'has-dash' });
+    // FluidPay's ids are wider (".", "-", "_", "^"), but a space or a slash is still refused.
+    const response = await vault('POST', '/customer', { id: 'has space' });
     expect(response.status).toBe(400);
-    expect((await response.json<Envelope>()).msg).toContain('id: must be 1 to 40 letters or digits');
+    expect((await response.json<Envelope>()).msg).toContain('id: must be 1 to 40 letters, digits');
   });
 
   it('needs the secret key', async () => {

@@ -3,11 +3,13 @@
  * delete, rotate the secret, list deliveries, redeliver. Every read and write is scoped to the
  * merchant: another merchant's endpoint or delivery is "not found", exactly like a missing one.
  */
+import { forgetSubscriptions } from './transaction-events';
 import { randomId } from '../../lib/crypto';
 import { isoTimestamp } from '../../lib/time';
 import { checkWebhookUrl } from '../../lib/webhook-url';
 import {
   MAX_WEBHOOK_ENDPOINTS,
+  DEFAULT_EVENT_TYPES,
   WEBHOOK_EVENT_TYPES,
   type WebhookCreate,
   type WebhookDelivery,
@@ -77,13 +79,15 @@ export async function createEndpoint(
   merchantId: string,
   input: WebhookCreate,
 ): Promise<{ ok: true; endpoint: WebhookEndpointWithSecret } | EndpointFailure> {
+  forgetSubscriptions(merchantId);
   const verdict = checkWebhookUrl(input.url, deps.config.allowLocal);
   if (!verdict.ok) return { ok: false, reason: 'invalid_url', msg: `url: ${verdict.rule}` };
   const now = deps.clock();
   const id = randomId(20, 'whe_');
   const secret = newSigningSecret();
   // Listed in the documented order, each once, however the request named them.
-  const wanted = new Set(input.events ?? WEBHOOK_EVENT_TYPES);
+  // Left out: every type but the opt-in ones (transaction_create is one event per API transaction).
+  const wanted = new Set(input.events ?? DEFAULT_EVENT_TYPES);
   const row: EndpointRow = {
     id,
     merchant_id: merchantId,
@@ -111,6 +115,7 @@ export async function listEndpoints(deps: WebhookDeps, merchantId: string): Prom
 }
 
 export async function deleteEndpoint(deps: WebhookDeps, merchantId: string, id: string): Promise<{ ok: true } | EndpointFailure> {
+  forgetSubscriptions(merchantId);
   return (await deleteMerchantEndpoint(deps.db, merchantId, id)) ? { ok: true } : ENDPOINT_NOT_FOUND;
 }
 
