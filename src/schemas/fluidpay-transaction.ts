@@ -10,12 +10,18 @@
  */
 import { z } from 'zod';
 import { containsCardNumber } from '../lib/card-number';
-import { clientIpField } from './client-ip';
+
 import type { InputColumn, TransactionInput } from './transaction-columns';
 import { idempotencyKeyField, transactionBodySchema } from './transaction-http';
 
 const text = z.string('must be a string').max(1_000, 'must be at most 1000 characters');
 const money = z.int('must be an integer (minor units)').min(0, 'must not be negative');
+
+/** An IPv4 or IPv6 address, no port (FluidPay's ip_address: the customer's). */
+const ipField = z
+  .string('must be a string')
+  .max(45, 'must be an IPv4 or IPv6 address')
+  .refine((value) => z.ipv4().safeParse(value).success || z.ipv6().safeParse(value).success, 'must be an IPv4 or IPv6 address');
 
 /** A FluidPay field binbatch does not process: refused with the reason, never silently dropped. */
 function unsupported(reason: string) {
@@ -117,7 +123,7 @@ export const fluidPayTransactionSchema = z
     order_id: text.optional(),
     po_number: text.optional(),
     description: text.optional(),
-    ip_address: clientIpField.meta({ description: "The customer's address; recorded as ip_address (default: the caller's)." }),
+    ip_address: ipField.optional().meta({ description: "The customer's address; recorded as ip_address (default: the caller's)." }),
     tax_amount: money.optional(),
     tax_exempt: z.boolean('must be true or false').optional(),
     shipping_amount: money.optional(),
@@ -252,7 +258,7 @@ export function isFluidPayTransactionBody(body: unknown): boolean {
 }
 
 /** POST /api/transaction's body, either shape: what the document and the typed client show. */
-export const transactionRequestSchema = z.union([transactionBodySchema, fluidPayTransactionSchema]);
+export const transactionRequestSchema = z.union([transactionBodySchema.meta({ id: 'TransactionColumnsRequest' }), fluidPayTransactionSchema]);
 
 // ---- capture and refund -------------------------------------------------------------------
 
@@ -272,5 +278,5 @@ export const captureDetailsShape = {
   shipping_amount: bounded.optional().meta({ description: 'Replaces the recorded shipping_amount (a part of the captured amount).' }),
   order_id: reference.optional(),
   po_number: reference.optional(),
-  ip_address: clientIpField.meta({ description: "The customer's address; recorded as the transaction's ip_address." }),
+  ip_address: ipField.optional().meta({ description: "The customer's address; recorded as the transaction's ip_address." }),
 };

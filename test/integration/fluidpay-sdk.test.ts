@@ -149,7 +149,9 @@ describe('FluidPay SDK: Transactions', () => {
     expect((badCard as SdkError).msg).toContain('payment_method.card.number: is not a valid card number');
   });
 
-  it.todo('Search: POST /api/transaction/search is issue 33 (engineer "search"); its SDK replay goes here');
+  // Transactions.Search — POST /api/transaction/search {"amount":{"operator":">","value":0},"limit":10}:
+  // issue 33 (engineer "search") builds it; its SDK replay (doList[Transaction], total_count) goes here.
+
 });
 
 describe('FluidPay SDK: Customers (the vault)', () => {
