@@ -13,7 +13,7 @@ import { registerLookup } from './paths/lookup';
 import { registerPages } from './paths/pages';
 import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
-import { registerTransaction } from './paths/transaction';
+import { addPaymentSourceAlternatives, registerTransaction } from './paths/transaction';
 import { registerSettlement } from './paths/settlement';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
@@ -114,6 +114,7 @@ function buildDocument(): OpenAPIObject {
     tags: TAGS,
     security: [{ secretKey: [] }],
   });
+  if (document.components?.schemas) addPaymentSourceAlternatives(document.components.schemas);
   attachReadmeExamples(document, README_EXAMPLES);
   return document;
 }

@@ -1,5 +1,5 @@
 import { successEnvelopeSchema } from '../../schemas/envelope';
-import { idempotencyHeaderSchema, transactionIdParamSchema } from '../../schemas/transaction-http';
+import { idempotencyHeaderSchema, PAYMENT_SOURCE_COLUMNS, transactionIdParamSchema } from '../../schemas/transaction-http';
 import { transactionRequestSchema } from '../../schemas/fluidpay-transaction';
 import { transactionRecordSchema } from '../../schemas/transaction-response';
 import { captureBodySchema, refundBodySchema, voidBodySchema } from '../../schemas/settlement';
@@ -111,4 +111,20 @@ export function registerTransaction(registry: Registry): void {
       ...errors([400, 401, 404, 410], { 410: 'transaction archived: {R2 key of the archive} (past TRANSACTION_RETENTION_DAYS).' }),
     },
   });
+}
+
+type SchemaObject = Record<string, unknown>;
+
+/**
+ * Writes out the flat body's payment-source alternatives, which its schema names by reference
+ * (schemas/transaction-http.ts, PAYMENT_SOURCE_COLUMNS): each is the generated body's own closed
+ * object (the same properties, so one zod schema stays their only source) with its source's
+ * columns required. Run on the generated document: zod-to-openapi writes no component that is
+ * only referred to by name.
+ */
+export function addPaymentSourceAlternatives(schemas: Record<string, unknown>): void {
+  const { properties, additionalProperties } = schemas.TransactionColumnsRequest as SchemaObject;
+  for (const { id, title, required } of PAYMENT_SOURCE_COLUMNS) {
+    schemas[id] = { type: 'object', title, properties, additionalProperties, required: [...required] };
+  }
 }
