@@ -310,14 +310,35 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
 );
 CREATE INDEX IF NOT EXISTS webhook_endpoints_merchant ON webhook_endpoints(merchant_id, created_at);
 
+-- FluidPay's transaction_create events keep no row each (they travel in their queue message,
+-- src/services/webhooks/transaction-events.ts): what an endpoint's merchant sees of them is this
+-- summary, one row per endpoint that has had an attempt, written at most once per queue batch
+-- (and, while all goes well, at most once a minute). Removed with its endpoint.
+CREATE TABLE IF NOT EXISTS webhook_transaction_event_health (
+  endpoint_id TEXT PRIMARY KEY REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  merchant_id TEXT NOT NULL,
+  last_delivered_at TEXT,
+  -- The first failed attempt since the last delivery; NULL while the endpoint takes its events.
+  failing_since TEXT,
+  failed_attempts INTEGER NOT NULL DEFAULT 0,
+  -- Events given up after their last attempt (or after this Worker kept failing on them).
+  abandoned_events INTEGER NOT NULL DEFAULT 0,
+  last_failure_at TEXT,
+  last_failure_status_code INTEGER,
+  last_failure_error TEXT,
+  last_failure_event_id TEXT,
+  last_failure_transaction_id TEXT,
+  last_abandoned_at TEXT,
+  last_abandoned_transaction_id TEXT
+);
+
 -- One row per batch transition announced to at least one endpoint (at most one per batch and type:
 -- a re-run of the transition's effects finds it and sends nothing new). `payload` is the exact JSON body sent, so
 -- every attempt and redelivery sends the same bytes. It holds the batch record: no card data.
 CREATE TABLE IF NOT EXISTS webhook_events (
   id TEXT PRIMARY KEY,
   merchant_id TEXT NOT NULL REFERENCES merchants(id),
-  -- transaction_create: batch_id holds the transaction id (one event per API transaction, opt-in).
-  type TEXT NOT NULL CHECK (type IN ('batch.completed', 'batch.failed', 'settlement.completed', 'transaction_create')),
+  type TEXT NOT NULL CHECK (type IN ('batch.completed', 'batch.failed', 'settlement.completed')),
   batch_id TEXT NOT NULL,
   payload TEXT NOT NULL,
   created_at TEXT NOT NULL,
@@ -325,9 +346,6 @@ CREATE TABLE IF NOT EXISTS webhook_events (
 );
 -- The daily cron removes events older than 30 days with their deliveries (services/webhooks/retention.ts).
 CREATE INDEX IF NOT EXISTS webhook_events_created ON webhook_events(created_at);
--- A merchant's transaction_create events of a day are counted against their daily bound
--- (src/services/webhooks/transaction-events.ts).
-CREATE INDEX IF NOT EXISTS webhook_events_merchant_type ON webhook_events(merchant_id, type, created_at);
 
 -- One event to one endpoint. `attempts` and `next_attempt_at` are the schedule (queue messages
 -- only carry the delivery id and the attempt number they are for); `enqueued_at` marks the first

@@ -459,7 +459,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"settlement_batch_id\": \"$BATCH\"}",
-    "source": "curl -s -X POST http://localhost:8787/api/settlement/batch/search \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -d \"{\\\"settlement_batch_id\\\": \\\"$BATCH\\\"}\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":[{\"id\":\"stl_…\",\"batch_date\":\"…\",…\"num_transactions\":…}],\"total_count\":1}",
+    "source": "curl -s -X POST http://localhost:8787/api/settlement/batch/search \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -d \"{\\\"settlement_batch_id\\\": \\\"$BATCH\\\"}\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"summary\":[…],\"results\":[{\"id\":\"stl_…\",…\"num_transactions\":…}]},\"total_count\":1}",
     "page": "docs/transactions",
     "section": "Lifecycle: capture, void, refund, expiry"
   },
@@ -609,7 +609,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"url\": \"http://localhost:8789/webhooks\"}",
-    "source": "curl -s -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"url\": \"http://localhost:8789/webhooks\"}' http://localhost:8787/api/webhooks\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"whe_1ram4n995oimsb8tptic\",\"url\":\"http://localhost:8789/webhooks\",\"events\":[\"batch.completed\",\"batch.failed\",\"settlement.completed\"],\"created_at\":\"2026-11-23T11:45:21.540Z\",\"previous_secret_expires_at\":null,\"secret\":\"whsec_njB3i4_VizgLIFhQ96yKta1Pqdbm0LaQd7UJG1yabZ4\"}}",
+    "source": "curl -s -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"url\": \"http://localhost:8789/webhooks\"}' http://localhost:8787/api/webhooks\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"whe_1ram4n995oimsb8tptic\",\"url\":\"http://localhost:8789/webhooks\",\"events\":[\"batch.completed\",\"batch.failed\",\"settlement.completed\"],\"created_at\":\"2026-11-23T11:45:21.540Z\",\"previous_secret_expires_at\":null,\"transaction_events\":null,\"secret\":\"whsec_njB3i4_VizgLIFhQ96yKta1Pqdbm0LaQd7UJG1yabZ4\"}}",
     "page": "docs/webhooks",
     "section": "A quick tour"
   },

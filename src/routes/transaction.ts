@@ -6,7 +6,6 @@
  */
 import { Hono, type Context } from 'hono';
 import type { AppEnv, Env } from '../env';
-import { eventDeps } from '../services/webhooks/events';
 import { publishTransactionEvent } from '../services/webhooks/transaction-events';
 import type { TransactionRecordView } from '../schemas/transaction-response';
 import { AppError, success } from '../errors';
@@ -93,7 +92,8 @@ export const transaction = new Hono<AppEnv>()
     }
     if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
     const view = recordView(outcome.record, 0, caller.merchantId);
-    await announce(c.env, caller.merchantId, view);
+    // Announced by the request that created it, never by a replay (docs/webhooks.md, "transaction_create").
+    if (!outcome.replayed) await announce(c.env, caller.merchantId, view);
     return c.json(success(view), outcome.replayed ? 200 : 201);
   },
   )
@@ -127,15 +127,19 @@ export const transaction = new Hono<AppEnv>()
   });
 
 /**
- * FluidPay's transaction_create, for endpoints that subscribed (services/webhooks/transaction-events.ts).
- * The transaction is recorded whatever happens here: a failure is logged, and a retry of the
- * request (a replay) publishes again.
+ * FluidPay's transaction_create, for endpoints that subscribed (services/webhooks/transaction-events.ts),
+ * sent after the ledger recorded the transaction and before the answer. The transaction stands
+ * whatever happens here, so the answer does too: an event that could not be queued is logged
+ * with its transaction id, and the endpoint's merchant finds the transaction by searching.
  */
 async function announce(env: Env, merchantId: string, view: TransactionRecordView): Promise<void> {
+  const unsent = (reason: string) =>
+    console.error(JSON.stringify({ level: 'error', event: 'transaction_event_not_queued', merchant_id: merchantId, transaction_id: view.id, reason }));
   try {
-    await publishTransactionEvent(eventDeps(env), merchantId, view);
+    const published = await publishTransactionEvent({ db: env.DB, queue: env.TRANSACTION_EVENT_QUEUE }, merchantId, view);
+    if ('refused' in published) unsent(`message of ${published.bytes} bytes over the budget`);
   } catch (err) {
-    console.error(JSON.stringify({ level: 'error', event: 'transaction_event_failed', transaction_id: view.id, error: err instanceof Error ? err.message.slice(0, 200) : 'unknown' }));
+    unsent(err instanceof Error ? err.message.slice(0, 200) : 'unknown');
   }
 }
 
