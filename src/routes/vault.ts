@@ -14,6 +14,7 @@ import {
   achSchema,
   addressParamSchema,
   cardSchema,
+  cardUpdateSchema,
   customerCreateSchema,
   customerParamSchema,
   customerPatchSchema,
@@ -31,6 +32,7 @@ import {
   deleteCustomer,
   deletePaymentMethod,
   getCustomer,
+  replacePaymentMethod,
   searchCustomers,
   updateAddress,
   updateCustomer,
@@ -99,6 +101,26 @@ export const vault = new Hono<AppEnv>()
     const result = await addPaymentMethod(c.env, c.get('caller').merchantId, id, { ach: c.req.valid('json') }, systemClock);
     if (!result.ok) raise(result);
     return c.json(success(result.customer), 201);
+  })
+  // FluidPay's UpdateCard, UpdateToken and UpdateACH: the stored method keeps its id, takes the new content.
+  .post('/customer/:id/card/:method_id', validate('param', paymentMethodParamSchema), validate('query', verificationQuerySchema), validate('json', cardUpdateSchema), async (c) => {
+    const { id, method_id: methodId } = c.req.valid('param');
+    const result = await replacePaymentMethod(c.env, c.get('caller').merchantId, id, methodId, { card: c.req.valid('json') }, systemClock, options(c, c.req.valid('query')));
+    if (!result.ok) raise(result);
+    return c.json(success(result.customer));
+  })
+  .post('/customer/:id/token/:method_id', validate('param', paymentMethodParamSchema), validate('query', verificationQuerySchema), validate('json', tokenMethodSchema), async (c) => {
+    const { id, method_id: methodId } = c.req.valid('param');
+    const card = { temp_token: c.req.valid('json').token, number: undefined, expiration: undefined };
+    const result = await replacePaymentMethod(c.env, c.get('caller').merchantId, id, methodId, { card }, systemClock, options(c, c.req.valid('query')));
+    if (!result.ok) raise(result);
+    return c.json(success(result.customer));
+  })
+  .post('/customer/:id/ach/:method_id', validate('param', paymentMethodParamSchema), validate('json', achSchema), async (c) => {
+    const { id, method_id: methodId } = c.req.valid('param');
+    const result = await replacePaymentMethod(c.env, c.get('caller').merchantId, id, methodId, { ach: c.req.valid('json') }, systemClock);
+    if (!result.ok) raise(result);
+    return c.json(success(result.customer));
   })
   .delete('/customer/:id/card/:method_id', validate('param', paymentMethodParamSchema), async (c) => {
     const { id, method_id: methodId } = c.req.valid('param');

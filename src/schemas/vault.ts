@@ -53,6 +53,35 @@ export const cardSchema = z
   })
   .transform(({ expiration_date, flags: _flags, ...card }) => ({ ...card, expiration: card.expiration ?? expiration_date }));
 
+/**
+ * FluidPay's UpdateCard (POST …/card/{method_id}): what is given replaces the stored card's number
+ * (or the card behind a temp token) and expiration, the rest stays. Their SDK always sends
+ * `number`, an empty one when only the expiration changes; `id` may only repeat the method's own.
+ */
+export const cardUpdateSchema = z
+  .strictObject({
+    id: paymentMethodIdField.optional().meta({ description: "The method's own id, if sent: it cannot change." }),
+    number: z.union([z.literal(''), cardNumberField], 'must be a card number (or empty: keep the stored one)').optional(),
+    temp_token: tempTokenField.optional(),
+    expiration: expirationField.optional(),
+    expiration_date: expirationField.optional().meta({ description: "FluidPay's name for expiration." }),
+    flags: z.array(z.string()).max(0, 'card flags are not supported').optional(),
+  })
+  .superRefine((card, ctx) => {
+    const number = card.number === '' ? undefined : card.number;
+    if (number !== undefined && card.temp_token !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['number'], message: 'give number or temp_token, not both' });
+    }
+    if (card.expiration !== undefined && card.expiration_date !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['expiration_date'], message: 'give expiration or expiration_date, not both' });
+    }
+    if (number === undefined && card.temp_token === undefined && card.expiration === undefined && card.expiration_date === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['number'], message: 'give a number, a temp_token or an expiration to change' });
+    }
+  })
+  .transform(({ expiration_date, flags: _flags, number, ...card }) => ({ ...card, number: number === '' ? undefined : number, expiration: card.expiration ?? expiration_date }));
+export type CardUpdateInput = z.infer<typeof cardUpdateSchema>;
+
 /** FluidPay's CreateToken: the card behind a temp token. */
 export const tokenMethodSchema = z.strictObject({ token: tempTokenField });
 

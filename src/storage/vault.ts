@@ -96,6 +96,22 @@ export function insertPaymentMethodStatement(db: D1Database, method: PaymentMeth
     );
 }
 
+/**
+ * Replaces a stored method's content (FluidPay's UpdateCard / UpdateACH / UpdateToken): its id,
+ * type, creation time and place as a default stay; the customer's updated_at moves.
+ */
+export function replacePaymentMethodStatements(db: D1Database, method: PaymentMethodRecord, updatedAt: string): D1PreparedStatement[] {
+  return [
+    db
+      .prepare(
+        `UPDATE vault_payment_methods SET sealed_number = ?5, masked = ?6, expiration = ?7, routing_number = ?8, account_type = ?9, sec_code = ?10
+         WHERE merchant_id = ?1 AND customer_id = ?2 AND id = ?3 AND type = ?4`,
+      )
+      .bind(method.merchant_id, method.customer_id, method.id, method.type, method.sealed_number, method.masked, method.expiration, method.routing_number, method.account_type, method.sec_code),
+    db.prepare('UPDATE vault_customers SET updated_at = ?3 WHERE merchant_id = ?1 AND id = ?2').bind(method.merchant_id, method.customer_id, updatedAt),
+  ];
+}
+
 /** Makes `paymentMethodId` the default only when the customer has none yet (its first method). */
 export function setDefaultIfNoneStatement(
   db: D1Database,

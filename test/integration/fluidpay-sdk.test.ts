@@ -190,6 +190,30 @@ describe('FluidPay SDK: Customers (the vault)', () => {
     expect(withAch.ACH?.find((a) => a.id === withAch.CreatedPaymentMethodID)).toMatchObject({ sec_code: 'web', account_type: 'checking', routing_number: '021000021' });
   });
 
+  it('UpdateCard (the SDK sends an empty number to change only the expiration), UpdateToken and UpdateACH keep the method id', async () => {
+    const before = await customer('GET', `vault/${created.ID}`);
+    const cardId = before.Cards?.[0]?.id as string;
+    const achId = before.ACH?.[0]?.id as string;
+    const expiry = await customer('POST', `vault/customer/${created.ID}/card/${cardId}`, { body: { number: '', expiration_date: '10/32' } });
+    expect(expiry.Cards?.find((c) => c.id === cardId)).toMatchObject({ masked_number: before.Cards?.[0]?.masked_number, expiration_date: '10/32' });
+    const renumbered = await customer('POST', `vault/customer/${created.ID}/card/${cardId}`, { body: { number: '5555555555554444', expiration_date: '09/33' } });
+    expect(renumbered.Cards?.find((c) => c.id === cardId)).toMatchObject({ masked_number: '555555******4444', card_type: 'mastercard', expiration_date: '09/33' });
+    const tokenAnswer = await sdkCall(shop.secretKey, 'POST', 'tokenizer/token', { body: { cc_number: '4000056655665556', cc_expiration: '08/34' } });
+    const token = (tokenAnswer.data as { temp_token: string }).temp_token;
+    const tokenized = await customer('POST', `vault/customer/${created.ID}/token/${cardId}`, { body: { token } });
+    expect(tokenized.Cards?.find((c) => c.id === cardId)).toMatchObject({ masked_number: '400005******5556', expiration_date: '08/34' });
+    const ach = await customer('POST', `vault/customer/${created.ID}/ach/${achId}`, { body: { account_number: '987654321', routing_number: '021000021', account_type: 'savings', sec_code: 'ccd' } });
+    expect(ach.ACH?.find((a) => a.id === achId)).toMatchObject({ account_type: 'savings', sec_code: 'ccd', masked_account_number: expect.stringMatching(/4321$/) });
+    expect(ach.Cards?.map((c) => c.id)).toEqual(before.Cards?.map((c) => c.id));
+    // ?validate=true verifies the card as it would be stored: a declined one changes nothing (402).
+    const declined = await customer('POST', `vault/customer/${created.ID}/card/${cardId}`, { query: { validate: 'true' }, body: { number: '4000000000000002', expiration_date: '12/30' } }).catch((e: unknown) => e);
+    expect(declined).toMatchObject({ statusCode: 402 });
+    expect((await customer('GET', `vault/${created.ID}`)).Cards?.find((c) => c.id === cardId)).toMatchObject({ masked_number: '400005******5556' });
+    // A bank account's id on the card path is not a card of this customer.
+    const wrong = await customer('POST', `vault/customer/${created.ID}/card/${achId}`, { body: { number: '', expiration_date: '10/32' } }).catch((e: unknown) => e);
+    expect((wrong as SdkError).isNotFound()).toBe(true);
+  });
+
   it('CreateAddress, then a Sale on the vault customer shipping to it (examples/vault)', async () => {
     const updated = await customer('POST', `vault/customer/${created.ID}/address`, { body: { first_name: 'Jane', last_name: 'Doe', line_1: '456 Other Ave', city: 'Chicago', state: 'IL', postal_code: '60602', country: 'US' } });
     expect(updated.Addresses).toHaveLength(2);

@@ -3,6 +3,7 @@ import {
   achSchema,
   addressParamSchema,
   cardSchema,
+  cardUpdateSchema,
   customerCreateSchema,
   customerParamSchema,
   customerPatchSchema,
@@ -106,6 +107,26 @@ export function registerVault(registry: Registry): void {
       responses: {
         201: ok("The whole customer; `created_payment_method_id` names the new method (FluidPay's answer).", customer),
         ...errors([400, 401, 402, 404, 409, 413], { 402: "?validate=true: the card's verification was declined; nothing was stored.", 409: 'A payment method with this id exists.' }),
+      },
+    });
+  }
+  for (const [kind, schema, summary] of [
+    ['card', cardUpdateSchema, "Replace a stored card's number (or the card behind a temp token) and expiration; what is left out stays (FluidPay's UpdateCard)"],
+    ['token', tokenMethodSchema, "Replace a stored card with the card behind a temp token (FluidPay's UpdateToken)"],
+    ['ach', achSchema, "Replace a stored bank account (FluidPay's UpdateACH)"],
+  ] as const) {
+    registry.registerPath({
+      method: 'post',
+      path: `/api/vault/customer/{id}/${kind}/{method_id}`,
+      operationId: kind === 'card' ? 'updateCustomerCard' : kind === 'ach' ? 'updateCustomerAch' : 'updateCustomerToken',
+      tags,
+      summary,
+      description: `The method keeps its id and its place as the default. ${kind === 'ach' ? 'A card id here is a 404. ' : 'A bank account id here is a 404; ?validate=true verifies the card as it will be stored (declined: 402, nothing changed). '}${SHAPES}`,
+      security: SECRET_KEY,
+      request: { params: paymentMethodParamSchema, ...(kind === 'ach' ? {} : { query: verificationQuerySchema }), body: { required: true, content: json(schema) } },
+      responses: {
+        200: ok('The whole customer.', customer),
+        ...errors([400, 401, 402, 404, 413], { 402: "?validate=true: the card's verification was declined; nothing was changed." }),
       },
     });
   }

@@ -4,14 +4,14 @@
  * numbers only. A customer's first payment method becomes its default.
  */
 import type { Env } from '../../env';
-import { seal } from '../../lib/card-crypto';
+import { open, seal } from '../../lib/card-crypto';
 import { randomId } from '../../lib/crypto';
 import { checkExpiration, formatExpiry } from '../../lib/expiry';
 import { maskAccountNumber, maskCardNumber } from '../../lib/mask';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import { detectBrand } from '../../lib/card-brand';
 import { sha256Hex } from '../../lib/crypto';
-import type { AchInput, CardInput, CustomerCreateInput, CustomerPatchInput, CustomerSearchInput, PaymentMethodInput, VaultAddressInput } from '../../schemas/vault';
+import type { AchInput, CardInput, CardUpdateInput, CustomerCreateInput, CustomerPatchInput, CustomerSearchInput, PaymentMethodInput, VaultAddressInput } from '../../schemas/vault';
 import type { CustomerView, PaymentMethodView } from '../../schemas/vault-response';
 import {
   ADDRESS_FIELDS,
@@ -35,6 +35,7 @@ import {
   insertCustomerStatement,
   insertPaymentMethodStatement,
   listPaymentMethods,
+  replacePaymentMethodStatements,
   setDefaultIfNoneStatement,
   updateCustomer as updateCustomerRow,
   type CustomerRecord,
@@ -376,6 +377,53 @@ export async function addPaymentMethod(
     customer: customerView(state, { created_payment_method_id: built.record.id }),
     method: methodView(built.record, state.record.default_payment_method_id),
   };
+}
+
+/**
+ * FluidPay's UpdateCard, UpdateToken and UpdateACH: the stored method keeps its id (and its place
+ * as the default) and takes the new content; a card's number or expiration left out stays as
+ * stored. `?validate=true` verifies the card as it will be stored before anything is written.
+ */
+export async function replacePaymentMethod(
+  env: Env,
+  merchantId: string,
+  customerId: string,
+  methodId: string,
+  input: { card: CardUpdateInput } | { ach: AchInput },
+  clock: Clock,
+  options: VaultOptions = {},
+): Promise<{ ok: true; customer: CustomerView } | VaultFailure> {
+  const now = clock();
+  const kind = 'card' in input ? 'card' : 'ach';
+  const stored = await findPaymentMethod(env.DB, merchantId, customerId, methodId);
+  // A bank account's id on the card path (or the reverse) is not a card of this customer: 404.
+  if (!stored || stored.type !== kind) return { ok: false, reason: 'not_found', msg: `${kind === 'card' ? 'card' : 'bank account'} ${methodId} of customer ${customerId} not found` };
+  const givenId = 'card' in input ? input.card.id : input.ach.id;
+  if (givenId !== undefined && givenId !== methodId) return { ok: false, reason: 'invalid', msg: `id: is the method's own (${methodId}) and cannot change` };
+  let built: Built;
+  if ('ach' in input) {
+    built = await buildAch(env, merchantId, customerId, input.ach, now);
+  } else if (input.card.number !== undefined || input.card.temp_token !== undefined) {
+    const expiration = input.card.expiration ?? (input.card.temp_token === undefined ? (stored.expiration ?? undefined) : undefined);
+    built = await buildCard(env, merchantId, customerId, { ...input.card, expiration }, now, 'card');
+  } else {
+    // Only the expiration: the stored number stays sealed as it is (opened only to verify it).
+    const checked = checkExpiration(input.card.expiration ?? '', now);
+    if (!checked.ok) return { ok: false, reason: 'invalid', msg: `expiration: ${checked.problem === 'malformed' ? 'is required' : 'card has expired'}` };
+    const expiration = formatExpiry(checked.expiry);
+    const number = options.verify ? await open(env.CARD_DATA_KEY, stored.sealed_number, merchantId) : null;
+    if (options.verify && number === null) throw new Error(`the stored number of payment method ${methodId} cannot be opened`);
+    built = { ok: true, record: { ...stored, expiration }, card: number === null ? null : { number, expiration } };
+  }
+  if (!built.ok) return built;
+  if (built.card && options.verify) {
+    const verified = await options.verify(built.card);
+    if (!verified.approved) return { ok: false, reason: 'declined', msg: `validate: the card's verification was declined (${verified.msg}); nothing was changed` };
+  }
+  await env.DB.batch(replacePaymentMethodStatements(env.DB, { ...built.record, id: methodId, created_at: stored.created_at }, isoTimestamp(now)));
+  const state = await loadCustomer(env, merchantId, customerId);
+  if (!state) return { ok: false, reason: 'not_found', msg: `customer ${customerId} not found` };
+  return { ok: true, customer: customerView(state) };
 }
 
 /** Removes one card or bank account; a default it was is cleared. */
