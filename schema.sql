@@ -313,9 +313,10 @@ CREATE INDEX IF NOT EXISTS webhook_endpoints_merchant ON webhook_endpoints(merch
 -- FluidPay's transaction_create events keep no row each (they travel in their queue message,
 -- src/services/webhooks/transaction-events.ts): what an endpoint's merchant sees of them is this
 -- summary, one row per endpoint that has had an attempt, written at most once per queue batch
--- (and, while all goes well, at most once a minute). Removed with its endpoint.
+-- (and, while all goes well, at most once a minute). Deleted with its endpoint, in the same D1 batch
+-- (storage/webhooks.ts deleteMerchantEndpoint).
 CREATE TABLE IF NOT EXISTS webhook_transaction_event_health (
-  endpoint_id TEXT PRIMARY KEY REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  endpoint_id TEXT PRIMARY KEY REFERENCES webhook_endpoints(id),
   merchant_id TEXT NOT NULL,
   last_delivered_at TEXT,
   -- The first failed attempt since the last delivery; NULL while the endpoint takes its events.

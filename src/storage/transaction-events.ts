@@ -64,7 +64,7 @@ export interface TransactionEventOutcomes {
 
 /**
  * Adds each endpoint's outcomes to its summary, one upsert per endpoint in one D1 batch. An
- * endpoint deleted meanwhile gets no row (its summary went with it, ON DELETE CASCADE).
+ * endpoint deleted meanwhile gets no row (its summary was deleted with it).
  */
 export async function recordTransactionEventOutcomes(db: D1Database, outcomes: readonly TransactionEventOutcomes[]): Promise<void> {
   if (outcomes.length === 0) return;

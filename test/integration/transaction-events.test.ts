@@ -230,7 +230,7 @@ describe('delivering', () => {
     const { endpoint, message } = await setup(statuses(500));
     await deliver(QUEUE, [message]);
     expect(await summaryOf(shop, endpoint.id)).toMatchObject({ failed_attempts: 1 });
-    await call('DELETE', `/api/webhooks/${endpoint.id}`, { key: shop.secretKey });
+    expect((await call('DELETE', `/api/webhooks/${endpoint.id}`, { key: shop.secretKey })).status).toBe(200);
     expect(await env.DB.prepare('SELECT COUNT(*) AS n FROM webhook_transaction_event_health WHERE endpoint_id = ?1').bind(endpoint.id).first<{ n: number }>()).toEqual({ n: 0 });
   });
 
