@@ -228,6 +228,48 @@ CREATE TABLE IF NOT EXISTS vault_payment_methods (
 );
 CREATE INDEX IF NOT EXISTS vault_payment_methods_customer ON vault_payment_methods(merchant_id, customer_id, created_at);
 
+-- A customer's addresses (FluidPay's vault: POST /api/vault/customer/{id}/address, and the
+-- default_billing_address / default_shipping_address of a create). `hash` is of the address's
+-- fields: an identical address is refused rather than stored twice. At most 20 a customer
+-- (src/services/vault/addresses.ts). New tables rather than new columns, so that applying this
+-- file to a database from before them upgrades it (CREATE TABLE IF NOT EXISTS; ALTER TABLE is not
+-- idempotent).
+CREATE TABLE IF NOT EXISTS vault_addresses (
+  merchant_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  first_name TEXT,
+  last_name TEXT,
+  company TEXT,
+  line_1 TEXT,
+  line_2 TEXT,
+  city TEXT,
+  state TEXT,
+  postal_code TEXT,
+  country TEXT,
+  email TEXT,
+  phone TEXT,
+  fax TEXT,
+  hash TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, id),
+  UNIQUE (merchant_id, customer_id, hash),
+  FOREIGN KEY (merchant_id, customer_id) REFERENCES vault_customers(merchant_id, id)
+);
+CREATE INDEX IF NOT EXISTS vault_addresses_customer ON vault_addresses(merchant_id, customer_id, created_at);
+
+-- What FluidPay's vault keeps on a customer beside vault_customers' columns: notes and the default
+-- addresses. One row per customer at most, written when one of them is first set.
+CREATE TABLE IF NOT EXISTS vault_customer_profiles (
+  merchant_id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  notes TEXT,
+  default_billing_address_id TEXT,
+  default_shipping_address_id TEXT,
+  PRIMARY KEY (merchant_id, customer_id),
+  FOREIGN KEY (merchant_id, customer_id) REFERENCES vault_customers(merchant_id, id)
+);
+
 
 -- == Transactions and processors =============================================================
 
@@ -311,6 +353,29 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
   updated_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS webhook_endpoints_merchant ON webhook_endpoints(merchant_id, created_at);
+
+-- FluidPay's transaction_create events keep no row each (they travel in their queue message,
+-- src/services/webhooks/transaction-events.ts): what an endpoint's merchant sees of them is this
+-- summary, one row per endpoint that has had an attempt, written at most once per queue batch
+-- (and, while all goes well, at most once a minute). Deleted with its endpoint, in the same D1 batch
+-- (storage/webhooks.ts deleteMerchantEndpoint).
+CREATE TABLE IF NOT EXISTS webhook_transaction_event_health (
+  endpoint_id TEXT PRIMARY KEY REFERENCES webhook_endpoints(id),
+  merchant_id TEXT NOT NULL,
+  last_delivered_at TEXT,
+  -- The first failed attempt since the last delivery; NULL while the endpoint takes its events.
+  failing_since TEXT,
+  failed_attempts INTEGER NOT NULL DEFAULT 0,
+  -- Events given up after their last attempt (or after this Worker kept failing on them).
+  abandoned_events INTEGER NOT NULL DEFAULT 0,
+  last_failure_at TEXT,
+  last_failure_status_code INTEGER,
+  last_failure_error TEXT,
+  last_failure_event_id TEXT,
+  last_failure_transaction_id TEXT,
+  last_abandoned_at TEXT,
+  last_abandoned_transaction_id TEXT
+);
 
 -- One row per batch transition announced to at least one endpoint (at most one per batch and type:
 -- a re-run of the transition's effects finds it and sends nothing new). `payload` is the exact JSON body sent, so

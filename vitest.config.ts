@@ -55,6 +55,8 @@ export default defineConfig({
                 'binbatch-chunks-dlq': { maxBatchTimeout: 0.05 },
                 'binbatch-webhooks': { maxBatchTimeout: 0.05 },
                 'binbatch-webhooks-dlq': { maxBatchTimeout: 0.05 },
+                'binbatch-transaction-events': { maxBatchTimeout: 0.05 },
+                'binbatch-transaction-events-dlq': { maxBatchTimeout: 0.05 },
               },
             },
           }),

@@ -38,6 +38,8 @@ app.use(requestId());
 app.use(requestLog);
 app.use(async (c, next) => {
   await next();
+  // FluidPay's clients read the request id from X-Correlation-Id (their SDKs quote it in errors).
+  c.header('X-Correlation-Id', c.get('requestId'));
   // Nothing this service answers may be sniffed into another type or cached: bodies can hold card metadata.
   c.header('X-Content-Type-Options', 'nosniff');
   c.header('Cache-Control', 'no-store');

@@ -4,7 +4,8 @@ import type { Env } from './env';
 import { systemClock } from './lib/time';
 import { consumeChunks } from './queues/chunk-consumer';
 import { consumeDeadLetters } from './queues/dead-letter-consumer';
-import { CHUNK_QUEUE, DEAD_LETTER_QUEUE, WEBHOOK_DEAD_LETTER_QUEUE, WEBHOOK_QUEUE } from './queues/names';
+import { CHUNK_QUEUE, DEAD_LETTER_QUEUE, TRANSACTION_EVENT_DEAD_LETTER_QUEUE, TRANSACTION_EVENT_QUEUE, WEBHOOK_DEAD_LETTER_QUEUE, WEBHOOK_QUEUE } from './queues/names';
+import { consumeTransactionEventDeadLetters, consumeTransactionEvents } from './queues/transaction-event-consumer';
 import { consumeWebhookDeadLetters, consumeWebhookDeliveries } from './queues/webhook-consumer';
 import { isPagePath, pages } from './routes/pages';
 import { runMaintenance } from './services/maintenance';
@@ -23,6 +24,8 @@ export default {
     if (batch.queue === CHUNK_QUEUE) return consumeChunks(batch, env, systemClock);
     if (batch.queue === WEBHOOK_QUEUE) return consumeWebhookDeliveries(batch, env, systemClock);
     if (batch.queue === WEBHOOK_DEAD_LETTER_QUEUE) return consumeWebhookDeadLetters(batch, env);
+    if (batch.queue === TRANSACTION_EVENT_QUEUE) return consumeTransactionEvents(batch, env, systemClock);
+    if (batch.queue === TRANSACTION_EVENT_DEAD_LETTER_QUEUE) return consumeTransactionEventDeadLetters(batch, env, systemClock);
     console.error(JSON.stringify({ level: 'error', event: 'unknown_queue', queue: batch.queue }));
     batch.retryAll();
   },

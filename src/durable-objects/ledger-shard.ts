@@ -72,6 +72,7 @@ import {
 } from '../storage/ledger-shard';
 import type { TransactionRecord } from '../schemas/transaction-columns';
 import { applyOperation, checkOperation, presentRecord, settle } from '../services/transactions/lifecycle-rules';
+import { withOperationDetails } from '../services/transactions/operation-details';
 import { settlementObjectName } from '../services/settlement/index-registry';
 
 interface OpenClaim {
@@ -259,12 +260,14 @@ export class LedgerShard extends DurableObject<Env> {
       const state = readStates(sql, shard.merchantId, [claimed.transactionId]).get(claimed.transactionId);
       const now = state ? { ...state, stored: currentOf(state, completion.expiredBefore) } : base;
       if (!now) throw new Error('the transaction of a claimed operation is gone');
-      const applied = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
+      const lifecycle = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
         now: completion.now,
         refundId: claimed.refundId,
         idempotencyKey: completion.idempotencyKey,
         ipAddress: completion.ipAddress,
       });
+      // fluidpay (issue 34): FluidPay's capture and refund fields, applied to what is written.
+      const applied = { ...lifecycle, ...withOperationDetails(claimed.kind, lifecycle, completion.details, completion.result.response === 'approved') };
       const approved = completion.result.response === 'approved';
       if (approved && claimed.kind !== 'void') {
         await this.#indexed(shard, completion.now);

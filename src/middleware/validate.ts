@@ -123,3 +123,22 @@ export function optionalJson<Schema extends z.ZodType>(schema: Schema) {
   };
   return middleware as typeof validator;
 }
+
+/**
+ * A JSON body that comes in one of two shapes (binbatch's and FluidPay's), told apart by `pick`
+ * on the parsed body; each is validated by its own schema, so errors name its fields. Typed (and
+ * documented) as `documented`, the union of both.
+ */
+export function validateJsonByShape<Schema extends z.ZodType>(documented: Schema, pick: (body: unknown) => z.ZodType) {
+  const middleware: MiddlewareHandler = async (c, next) => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      // Not JSON (or not announced as JSON): the default shape's validator says what is wrong.
+      body = undefined;
+    }
+    return validate('json', pick(body))(c, next);
+  };
+  return middleware as ReturnType<typeof validate<'json', Schema>>;
+}

@@ -13,7 +13,7 @@ import { registerLookup } from './paths/lookup';
 import { registerPages } from './paths/pages';
 import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
-import { registerTransaction } from './paths/transaction';
+import { addPaymentSourceAlternatives, registerTransaction } from './paths/transaction';
 import { registerSettlement } from './paths/settlement';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
@@ -105,7 +105,7 @@ function buildDocument(): OpenAPIObject {
       description:
         'Card BIN lookup and batch transaction files. Every error answers the failed envelope ' +
         '`{"status": "failed", "msg": "…", "data": null}`; money is integer minor units; timestamps are ISO 8601 UTC with milliseconds. ' +
-        'Every answer carries `X-Request-Id`, `X-Content-Type-Options: nosniff` and `Cache-Control: no-store`. ' +
+        'Every answer carries `X-Request-Id` (also as `X-Correlation-Id`, the name FluidPay\'s clients read), `X-Content-Type-Options: nosniff` and `Cache-Control: no-store`. ' +
         'A JSON body refuses unknown fields (400, naming each and the field it probably meant); a body of another media type is a 415. ' +
         'An unknown route answers 404 and a known path with another method 405 (with `Allow`), both as the failed envelope.',
     },
@@ -114,6 +114,7 @@ function buildDocument(): OpenAPIObject {
     tags: TAGS,
     security: [{ secretKey: [] }],
   });
+  if (document.components?.schemas) addPaymentSourceAlternatives(document.components.schemas);
   attachReadmeExamples(document, README_EXAMPLES);
   return document;
 }

@@ -379,7 +379,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"cc_cvc\": \"123\", \"amount\": 1250, \"tax_amount\": 100, \"order_id\": \"ORD1001\",\n       \"billing_postal_code\": \"10001\", \"billing_country\": \"US\", \"billing_state\": \"NY\"}",
-    "source": "curl -s -X POST http://localhost:8787/api/transaction \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H \"Idempotency-Key: order-$RANDOM\" \\\n  -d '{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"cc_cvc\": \"123\", \"amount\": 1250, \"tax_amount\": 100, \"order_id\": \"ORD1001\",\n       \"billing_postal_code\": \"10001\", \"billing_country\": \"US\", \"billing_state\": \"NY\"}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_…\",…,\"type\":\"sale\",…,\"amount\":1250,…,\"response\":\"approved\",\"response_code\":100,\"status\":\"pending_settlement\",…,\"masked_account\":\"411111******1111\",…,\"auth_code\":\"…\",…,\"avs_response_code\":\"Y\",\"cvv_response_code\":\"M\",\"amount_refunded\":0}}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H \"Idempotency-Key: order-$RANDOM\" \\\n  -d '{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/29\",\n       \"cc_cvc\": \"123\", \"amount\": 1250, \"tax_amount\": 100, \"order_id\": \"ORD1001\",\n       \"billing_postal_code\": \"10001\", \"billing_country\": \"US\", \"billing_state\": \"NY\"}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_…\",…,\"type\":\"sale\",…,\"amount\":1250,…,\"response\":\"approved\",\"response_code\":100,\"status\":\"pending_settlement\",…,\"masked_account\":\"411111******1111\",…,\"auth_code\":\"…\",…,\"avs_response_code\":\"Y\",\"cvv_response_code\":\"M\",\"amount_refunded\":0,\"merchant_id\":\"demo0000000000000000\",…,\"currency\":\"usd\",\"response_body\":{\"card\":{…\"auth_code\":\"…\",…}},…}}",
     "page": "docs/transactions",
     "section": "A quick tour"
   },
@@ -449,7 +449,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"amount\": 1500}",
-    "source": "curl -s -X POST http://localhost:8787/api/transaction/$AUTH/capture \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-capture-1' -d '{\"amount\": 1500}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",\"type\":\"authorize\",…\"amount\":2000,\"amount_authorized\":2000,\"amount_captured\":1500,\"amount_settled\":0,…\"status\":\"pending_settlement\",…\"amount_refunded\":0}}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction/$AUTH/capture \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-capture-1' -d '{\"amount\": 1500}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",\"type\":\"authorize\",…\"amount\":2000,\"amount_authorized\":2000,\"amount_captured\":1500,\"amount_settled\":0,…\"status\":\"pending_settlement\",…\"amount_refunded\":0,…}}",
     "page": "docs/transactions",
     "section": "Lifecycle: capture, void, refund, expiry"
   },
@@ -469,7 +469,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"amount\": 500}",
-    "source": "curl -s -X POST http://localhost:8787/api/transaction/$AUTH/refund \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-refund-1' -d '{\"amount\": 500}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_r…\",\"user_name\":\"…\",\"idempotency_key\":\"walk-refund-1\",\"type\":\"refund\",…\"amount\":500,…\"referenced_transaction_id\":\"txn_a…\",…\"status\":\"pending_settlement\",…\"amount_refunded\":0}}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction/$AUTH/refund \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-refund-1' -d '{\"amount\": 500}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_r…\",\"user_name\":\"…\",\"idempotency_key\":\"walk-refund-1\",\"type\":\"refund\",…\"amount\":500,…\"referenced_transaction_id\":\"txn_a…\",…\"status\":\"pending_settlement\",…\"amount_refunded\":0,…}}",
     "page": "docs/transactions",
     "section": "Lifecycle: capture, void, refund, expiry"
   },
@@ -479,7 +479,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s http://localhost:8787/api/transaction/$AUTH -H \"Authorization: $SECRET\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…,\"status\":\"partially_refunded\",…\"amount_refunded\":500}}",
+    "source": "curl -s http://localhost:8787/api/transaction/$AUTH -H \"Authorization: $SECRET\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…,\"status\":\"partially_refunded\",…\"amount_refunded\":500,…}}",
     "page": "docs/transactions",
     "section": "Lifecycle: capture, void, refund, expiry"
   },
@@ -509,7 +509,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"settlement_batch_id\": \"$BATCH\"}",
-    "source": "curl -s -X POST http://localhost:8787/api/settlement/batch/search \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -d \"{\\\"settlement_batch_id\\\": \\\"$BATCH\\\"}\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":[{\"id\":\"stl_…\",\"batch_date\":\"…\",…\"num_transactions\":…}],\"total_count\":1}",
+    "source": "curl -s -X POST http://localhost:8787/api/settlement/batch/search \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' -d \"{\\\"settlement_batch_id\\\": \\\"$BATCH\\\"}\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"summary\":[…],\"results\":[{\"id\":\"stl_…\",…\"num_transactions\":…}]},\"total_count\":1}",
     "page": "docs/transactions",
     "section": "Lifecycle: capture, void, refund, expiry"
   },
@@ -659,7 +659,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"url\": \"http://localhost:8789/webhooks\"}",
-    "source": "curl -s -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"url\": \"http://localhost:8789/webhooks\"}' http://localhost:8787/api/webhooks\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"whe_1ram4n995oimsb8tptic\",\"url\":\"http://localhost:8789/webhooks\",\"events\":[\"batch.completed\",\"batch.failed\",\"settlement.completed\"],\"created_at\":\"2026-11-23T11:45:21.540Z\",\"previous_secret_expires_at\":null,\"secret\":\"whsec_njB3i4_VizgLIFhQ96yKta1Pqdbm0LaQd7UJG1yabZ4\"}}",
+    "source": "curl -s -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"url\": \"http://localhost:8789/webhooks\"}' http://localhost:8787/api/webhooks\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"whe_1ram4n995oimsb8tptic\",\"url\":\"http://localhost:8789/webhooks\",\"events\":[\"batch.completed\",\"batch.failed\",\"settlement.completed\"],\"created_at\":\"2026-11-23T11:45:21.540Z\",\"previous_secret_expires_at\":null,\"transaction_events\":null,\"secret\":\"whsec_njB3i4_VizgLIFhQ96yKta1Pqdbm0LaQd7UJG1yabZ4\"}}",
     "page": "docs/webhooks",
     "section": "A quick tour"
   },

@@ -10,9 +10,9 @@ export const binLookupRequestSchema = z
   .strictObject({
     bin: text().regex(/^[0-9]{6,19}$/, 'must be 6 to 19 digits (0-9 only)').optional(),
     temp_token: text().regex(TEMP_TOKEN_PATTERN, 'is not a valid token (tok_ and 32 characters)').optional(),
-    customer_id: text().regex(CUSTOMER_ID_PATTERN, 'must be 1 to 40 letters or digits').optional(),
+    customer_id: text().regex(CUSTOMER_ID_PATTERN, 'must be 1 to 40 letters, digits, ".", "-", "_" or "^"').optional(),
     payment_method_id: text()
-      .regex(PAYMENT_METHOD_ID_PATTERN, 'must be 1 to 64 letters, digits or underscores')
+      .regex(PAYMENT_METHOD_ID_PATTERN, 'must be 1 to 64 letters, digits, ".", "-", "_" or "^"')
       .optional(),
     country: text()
       .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code')

@@ -24,6 +24,21 @@ const shape = Object.fromEntries(
 ) as Record<InputColumn, typeof text | typeof amount | typeof flag>;
 
 /**
+ * The payment sources the engine takes exactly one of, and the columns each requires. In the
+ * document each is an alternative of its own (`oneOf`), written out by src/openapi/paths/transaction.ts
+ * as the whole closed body with its source's columns required: a branch that only said `required`
+ * would lean on the columns of the object around it, and inside the request's choice of two bodies
+ * (issue 34) "around it" also takes in FluidPay's body, which has no such columns (Redocly's
+ * no-required-schema-properties-undefined). A branch defining what it requires also lets a
+ * generated client type each case.
+ */
+export const PAYMENT_SOURCE_COLUMNS = [
+  { id: 'TransactionCardColumns', title: 'A card', required: ['cc_number', 'cc_expiration'] },
+  { id: 'TransactionAchColumns', title: 'A bank account (ACH)', required: ['ach_account_number', 'ach_routing_number', 'ach_account_type', 'ach_sec_code'] },
+  { id: 'TransactionCustomerColumns', title: 'A vault customer', required: ['customer_id'] },
+] as const;
+
+/**
  * Every column is optional to zod (an empty or null one is absent, as in a CSV row), and the engine
  * says which are required (services/transactions/validation.ts). The document states its rules in
  * JSON Schema terms, so a generated client marks them: a type, an amount, one payment source.
@@ -32,13 +47,7 @@ const engineRequires = {
   required: ['transaction_type'],
   allOf: [
     { anyOf: [{ title: 'With amount', required: ['amount'] }, { title: 'With base_amount', required: ['base_amount'] }] },
-    {
-      oneOf: [
-        { title: 'A card', required: ['cc_number', 'cc_expiration'] },
-        { title: 'A bank account (ACH)', required: ['ach_account_number', 'ach_routing_number', 'ach_account_type', 'ach_sec_code'] },
-        { title: 'A vault customer', required: ['customer_id'] },
-      ],
-    },
+    { oneOf: PAYMENT_SOURCE_COLUMNS.map(({ id }) => ({ $ref: `#/components/schemas/${id}` })) },
   ],
 };
 
@@ -74,5 +83,7 @@ export const idempotencyHeaderSchema = z.object({
 });
 
 export const transactionIdParamSchema = z.object({
-  id: z.string().regex(/^txn_[a-z0-9]{1,60}$/, 'malformed transaction id'),
+  // binbatch's ids, and FluidPay's (20 characters of 0-9 a-v): one binbatch never issued is a 404,
+  // answered without waking any ledger shard (the id names none).
+  id: z.string().regex(/^(txn_[a-z0-9]{1,60}|[0-9a-v]{20})$/, 'malformed transaction id (txn_…, or a FluidPay id of 20 characters)'),
 });

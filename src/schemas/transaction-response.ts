@@ -14,7 +14,7 @@ const columns = {
   id: z.string().regex(/^txn_[a-z0-9]+$/),
   user_name: z.string().meta({ description: "The merchant's name." }),
   idempotency_key: z.string(),
-  type: z.enum(['sale', 'authorize', 'credit', 'refund']),
+  type: z.enum(['sale', 'authorize', 'credit', 'verification', 'refund']).meta({ description: 'verification: a zero-amount authorization that checks a card (API only).' }),
   transaction_source: z.enum(['api', 'batch']),
   ip_address: text,
   amount: money.meta({ description: 'The total charged.' }),
@@ -35,8 +35,8 @@ const columns = {
   response: z.enum(['approved', 'declined', 'error']),
   response_code: z.int().meta({ description: '100 approved, 110 partial; 2xx issuer decline; 3xx gateway decline; 4xx processor error.' }),
   status: z
-    .enum(['pending_settlement', 'authorized', 'declined', 'failed', 'settled', 'voided', 'expired', 'refunded', 'partially_refunded'])
-    .meta({ description: 'docs/transactions.md, "Lifecycle": authorized → pending_settlement → settled → partially_refunded / refunded; voided; expired.' }),
+    .enum(['pending_settlement', 'authorized', 'declined', 'failed', 'settled', 'voided', 'expired', 'refunded', 'partially_refunded', 'verified'])
+    .meta({ description: 'docs/transactions.md, "Lifecycle": authorized → pending_settlement → settled → partially_refunded / refunded; voided; expired; verified (an approved verification, final).' }),
   processor_type: z.string(),
   processor_id: z.string(),
   processor_name: z.string(),
@@ -87,11 +87,79 @@ const columns = {
 // The record's fields are the result CSV's columns, in that order.
 const ordered = Object.fromEntries(RESULT_COLUMNS.map((column) => [column, columns[column]])) as typeof columns;
 
+/** FluidPay's address object on a transaction: the billing_* / shipping_* columns, nested. */
+const addressSchema = z
+  .strictObject({
+    first_name: text,
+    last_name: text,
+    company: text,
+    address_line_1: text,
+    address_line_2: text,
+    city: text,
+    state: text,
+    postal_code: text,
+    country: text,
+    email: text,
+    phone: text,
+    fax: text,
+  })
+  .meta({ id: 'TransactionAddress' });
+
+const processorAnswer = {
+  id: z.string().meta({ description: 'The transaction id.' }),
+  response: z.string(),
+  response_code: z.int(),
+  auth_code: text,
+  processor_response_code: text,
+  processor_response_text: text,
+  processor_type: text,
+  processor_id: text,
+  created_at: timestampSchema,
+  updated_at: timestampSchema,
+};
+
+/** FluidPay's `response_body`: the processor's answer, under `card` or `ach` (the columns, nested). */
+const responseBodySchema = z
+  .union([
+    z.strictObject({
+      card: z.strictObject({
+        ...processorAnswer,
+        card_type: text.meta({ description: 'The brand (visa, mastercard, …), from the first six digits.' }),
+        type: text.meta({ description: 'credit, debit, … (the card_type column).' }),
+        first_six: text,
+        last_four: text,
+        masked_card: z.string(),
+        expiration_date: text.meta({ description: 'MM/YY' }),
+        avs_response_code: text,
+        cvv_response_code: text,
+      }),
+    }),
+    z.strictObject({
+      ach: z.strictObject({
+        ...processorAnswer,
+        sec_code: text.meta({ description: 'web, ccd or ppd.' }),
+        account_type: text,
+        masked_account_number: z.string(),
+      }),
+    }),
+  ])
+  .meta({ id: 'TransactionResponseBody' });
+
 export const transactionRecordSchema = z
   .strictObject({
     ...ordered,
     // Not a result CSV column (the CSV keeps SPEC.md's 69): only the JSON record has it.
     amount_refunded: money.meta({ description: 'What was refunded of it so far (refunds: 0).' }),
+    // FluidPay's fields (docs/api.md, "Coming from FluidPay"): the columns above, named and nested as their clients read them.
+    merchant_id: z.string(),
+    base_amount: z.int().meta({ description: 'amount − surcharge.' }),
+    surcharge: money.meta({ description: 'The surcharge (the service_fee column).' }),
+    tip_amount: money,
+    currency: z.string().regex(/^[a-z]{3}$/).meta({ description: 'currency_iso_code in lower case, as FluidPay answers it.' }),
+    response_body: responseBodySchema,
+    billing_address: addressSchema,
+    shipping_address: addressSchema,
+    updated_at: timestampSchema.meta({ description: 'The latest of created_at, captured_at and settled_at.' }),
   })
   .meta({ id: 'TransactionRecord' });
 

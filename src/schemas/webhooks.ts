@@ -10,9 +10,17 @@ import { deletedSchema, successEnvelopeSchema, timestampSchema } from './envelop
 import { listQuerySchema } from './filebatch';
 import { batchRecordSchema } from './filebatch-response';
 import { settlementBatchSchema } from './settlement';
+import { transactionRecordSchema } from './transaction-response';
 
-export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed'] as const;
+export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed', 'transaction_create'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/**
+ * Types an endpoint gets only when it names them: `transaction_create` is one event per API
+ * transaction (FluidPay's event of that name), never the default (docs/webhooks.md).
+ */
+export const OPT_IN_EVENT_TYPES: readonly WebhookEventType[] = ['transaction_create'];
+export const DEFAULT_EVENT_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => !OPT_IN_EVENT_TYPES.includes(type));
 
 export const MAX_WEBHOOK_ENDPOINTS = 10;
 
@@ -28,7 +36,7 @@ export const webhookCreateSchema = z.strictObject({
     .refine((url) => !urlContainsCardNumber(url), 'must not contain a card number'),
   events: z
     .array(z.enum(WEBHOOK_EVENT_TYPES, `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}`), 'must be an array of event types')
-    .min(1, 'must name at least one event type (leave it out for all of them)')
+    .min(1, 'must name at least one event type (leave it out for all of them but transaction_create)')
     .optional(),
 });
 export type WebhookCreate = z.infer<typeof webhookCreateSchema>;
@@ -52,6 +60,32 @@ export const batchEventsQuerySchema = z.object({
 
 // ---- answers (strict: the OpenAPI document publishes them and the contract tests hold answers to them)
 
+/**
+ * How an endpoint takes its `transaction_create` events. They keep no row each (docs/webhooks.md,
+ * "transaction_create"), so this summary, with the log lines of each attempt, is their history.
+ */
+export const transactionEventHealthSchema = z
+  .strictObject({
+    last_delivered_at: timestampSchema.nullable().meta({ description: 'The latest delivered event (to the minute: a healthy endpoint is recorded at most once a minute).' }),
+    failing_since: timestampSchema
+      .nullable()
+      .meta({ description: 'The first failed attempt since the last delivery; null while the endpoint takes its events. Reconcile from here with the transaction search.' }),
+    failed_attempts: z.int().min(0).meta({ description: 'Failed attempts since the endpoint was created (each event has up to 8, as every delivery).' }),
+    abandoned_events: z.int().min(0).meta({ description: 'Events given up after their last attempt: never delivered.' }),
+    last_failure: z
+      .strictObject({
+        at: timestampSchema,
+        status_code: z.int().nullable().meta({ description: "The receiver's HTTP status; null after a timeout or a network error." }),
+        error: z.string().meta({ description: '"HTTP 500", "timed out after 10 s", "network error: …", "url refused: …".' }),
+        event_id: z.string(),
+        transaction_id: z.string(),
+      })
+      .nullable(),
+    last_abandoned: z.strictObject({ at: timestampSchema, transaction_id: z.string() }).nullable(),
+  })
+  .meta({ id: 'TransactionEventHealth' });
+export type TransactionEventHealth = z.infer<typeof transactionEventHealthSchema>;
+
 /** The endpoint as listed: never its secret. */
 export const webhookEndpointSchema = z
   .strictObject({
@@ -62,6 +96,9 @@ export const webhookEndpointSchema = z
     previous_secret_expires_at: timestampSchema
       .nullable()
       .meta({ description: 'Until then the previous secret signs too (after a rotation).' }),
+    transaction_events: transactionEventHealthSchema
+      .nullable()
+      .meta({ description: 'How its transaction_create events fare (they have no deliveries list); null when the endpoint does not take them.' }),
   })
   .meta({ id: 'WebhookEndpoint' });
 export type WebhookEndpoint = z.infer<typeof webhookEndpointSchema>;
@@ -131,6 +168,22 @@ export const webhookEventSchema = z
     data: z.union([batchRecordSchema, settlementBatchSchema]).meta({ description: 'batch.*: the batch record; settlement.completed: the settlement batch.' }),
   })
   .meta({ id: 'WebhookEvent' });
+
+/** `transaction_create`'s body: FluidPay's event envelope (their SDKs' WebhookEvent), with binbatch's event id. */
+export const transactionEventSchema = z
+  .strictObject({
+    id: z.string().meta({ description: 'evt_… (also in Binbatch-Event-Id and X-Webhook-Event-Id).' }),
+    status: z.literal('success'),
+    msg: z.literal('success'),
+    type: z.literal('transaction_create'),
+    account_type: z.literal('merchant'),
+    account_type_id: z.string().meta({ description: 'The merchant.' }),
+    transaction_id: z.string(),
+    action_at: timestampSchema.meta({ description: 'When the transaction was created.' }),
+    data: transactionRecordSchema,
+  })
+  .meta({ id: 'TransactionEvent' });
+export type TransactionEvent = z.infer<typeof transactionEventSchema>;
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;
 
 // ---- queue ----------------------------------------------------------------------------------
@@ -141,3 +194,16 @@ export const webhookDeliveryMessageSchema = z.object({
   attempt: z.int().min(1),
 });
 export type WebhookDeliveryMessage = z.infer<typeof webhookDeliveryMessageSchema>;
+
+/**
+ * A `transaction_create` event on its way to one endpoint (TRANSACTION_EVENT_QUEUE): the event
+ * itself travels here, its attempts are the queue's retries. The event is sent as
+ * JSON.stringify(event), the same bytes at every attempt. Only what a delivery needs is checked:
+ * an event published by an older version of this Worker still goes out as it was made.
+ */
+export const transactionEventMessageSchema = z.object({
+  endpointId: z.string().regex(/^whe_[a-z0-9]{1,60}$/),
+  merchantId: z.string().min(1),
+  event: z.looseObject({ id: z.string().min(1), type: z.literal('transaction_create'), transaction_id: z.string().min(1) }),
+});
+export type TransactionEventMessage = z.infer<typeof transactionEventMessageSchema>;

@@ -15,6 +15,7 @@
  * then the request fields the CSV has no column for. A page holds no card number and no CVC.
  */
 import { RESULT_COLUMNS, type TransactionRecord } from '../schemas/transaction-columns';
+import type { OperationDetails } from '../schemas/settlement';
 
 /** A record in this status is a claim: its key is taken and the processor may be being asked. */
 export const CLAIMED_STATUS = 'processing';
@@ -653,6 +654,8 @@ export interface OperationCompletion {
   expiredBefore: string;
   idempotencyKey: string;
   ipAddress: string | null;
+  /** fluidpay (issue 34): FluidPay's optional capture / refund fields (services/transactions/operation-details.ts). */
+  details?: OperationDetails;
 }
 
 /** What a settlement run asks of a shard: settle what was captured before `before` into `batchDate`. */

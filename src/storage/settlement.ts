@@ -191,7 +191,8 @@ export function readBatches(sql: SqlStorage, ids: readonly string[]): Settlement
 export interface BatchSearch {
   batchDateFrom: string | null;
   batchDateTo: string | null;
-  settlementBatchId: string | null;
+  /** The batch with this id; or FluidPay's {operator, value}: that batch, or every other one. */
+  settlementBatchId: string | { operator: '=' | '!='; value: string } | null;
   limit: number;
   offset: number;
 }
@@ -199,11 +200,12 @@ export interface BatchSearch {
 /** The batches matching the filters, newest day first, and how many match in all. */
 export function searchBatches(sql: SqlStorage, search: BatchSearch): { batches: SettlementBatch[]; total: number } {
   if (!hasSettlementTables(sql)) return { batches: [], total: 0 };
-  const where = `WHERE (?1 IS NULL OR b.batch_date >= ?1) AND (?2 IS NULL OR b.batch_date <= ?2) AND (?3 IS NULL OR b.id = ?3)`;
-  const args = [search.batchDateFrom, search.batchDateTo, search.settlementBatchId];
+  const where = `WHERE (?1 IS NULL OR b.batch_date >= ?1) AND (?2 IS NULL OR b.batch_date <= ?2) AND (?3 IS NULL OR (b.id = ?3) = (?4 = '='))`;
+  const byId = typeof search.settlementBatchId === 'string' ? { operator: '=', value: search.settlementBatchId } : search.settlementBatchId;
+  const args = [search.batchDateFrom, search.batchDateTo, byId?.value ?? null, byId?.operator ?? '='];
   const total = sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM batches b ${where}`, ...args).one().n;
   const batches = sql
-    .exec<BatchSql>(`${BATCH_SELECT} ${where} GROUP BY b.id ORDER BY b.batch_date DESC, b.id LIMIT ?4 OFFSET ?5`, ...args, search.limit, search.offset)
+    .exec<BatchSql>(`${BATCH_SELECT} ${where} GROUP BY b.id ORDER BY b.batch_date DESC, b.id LIMIT ?5 OFFSET ?6`, ...args, search.limit, search.offset)
     .toArray()
     .map(batchFromSql);
   return { batches, total };

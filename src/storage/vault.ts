@@ -96,6 +96,22 @@ export function insertPaymentMethodStatement(db: D1Database, method: PaymentMeth
     );
 }
 
+/**
+ * Replaces a stored method's content (FluidPay's UpdateCard / UpdateACH / UpdateToken): its id,
+ * type, creation time and place as a default stay; the customer's updated_at moves.
+ */
+export function replacePaymentMethodStatements(db: D1Database, method: PaymentMethodRecord, updatedAt: string): D1PreparedStatement[] {
+  return [
+    db
+      .prepare(
+        `UPDATE vault_payment_methods SET sealed_number = ?5, masked = ?6, expiration = ?7, routing_number = ?8, account_type = ?9, sec_code = ?10
+         WHERE merchant_id = ?1 AND customer_id = ?2 AND id = ?3 AND type = ?4`,
+      )
+      .bind(method.merchant_id, method.customer_id, method.id, method.type, method.sealed_number, method.masked, method.expiration, method.routing_number, method.account_type, method.sec_code),
+    db.prepare('UPDATE vault_customers SET updated_at = ?3 WHERE merchant_id = ?1 AND id = ?2').bind(method.merchant_id, method.customer_id, updatedAt),
+  ];
+}
+
 /** Makes `paymentMethodId` the default only when the customer has none yet (its first method). */
 export function setDefaultIfNoneStatement(
   db: D1Database,
@@ -184,10 +200,12 @@ export async function updateCustomer(
   return row ? toCustomer(row) : null;
 }
 
-/** Deletes a customer and every payment method it holds (their sealed numbers with them). */
+/** Deletes a customer and every payment method (their sealed numbers with them) and address it holds. */
 export async function deleteCustomer(db: D1Database, merchantId: string, id: string): Promise<boolean> {
-  const [, customers] = await db.batch([
+  const [, , , customers] = await db.batch([
     db.prepare('DELETE FROM vault_payment_methods WHERE merchant_id = ?1 AND customer_id = ?2').bind(merchantId, id),
+    db.prepare('DELETE FROM vault_addresses WHERE merchant_id = ?1 AND customer_id = ?2').bind(merchantId, id),
+    db.prepare('DELETE FROM vault_customer_profiles WHERE merchant_id = ?1 AND customer_id = ?2').bind(merchantId, id),
     db.prepare('DELETE FROM vault_customers WHERE merchant_id = ?1 AND id = ?2').bind(merchantId, id),
   ]);
   return (customers?.meta.changes ?? 0) > 0;

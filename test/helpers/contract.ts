@@ -85,9 +85,9 @@ export async function assertDocumentedAnswer(method: string, url: string, respon
 
 /**
  * Headers a client acts on: when an answer carries one, the document lists it for that status (a
- * client generated from the document can then read it). X-Request-Id is on every answer.
+ * client generated from the document can then read it). X-Request-Id (and X-Correlation-Id) is on every answer.
  */
-const CLIENT_HEADERS = ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed', 'Content-Disposition'];
+const CLIENT_HEADERS = ['X-Request-Id', 'X-Correlation-Id', 'Retry-After', 'Idempotent-Replayed', 'Content-Disposition'];
 
 function assertDocumentedHeaders(label: string, response: Response, spec: Json): void {
   const documented = new Set(Object.keys((spec.headers ?? {}) as Json).map((name) => name.toLowerCase()));

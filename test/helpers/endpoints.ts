@@ -20,7 +20,15 @@ export interface World {
   customerId: string;
   /** A customer only DELETE uses, so the other rows keep theirs. */
   customerToDelete: string;
+  /** Another, for FluidPay's DELETE /api/vault/{id}. */
+  fluidCustomerToDelete: string;
   paymentMethodId: string;
+  /** The owner customer's other methods and addresses: one each to change, one each only DELETE uses. */
+  cardToDelete: string;
+  achId: string;
+  achToDelete: string;
+  addressId: string;
+  addressToDelete: string;
   tempToken: string;
   /** The owner's key id (admin DELETE /admin/keys/{id} revokes a spare one). */
   spareKeyId: string;
@@ -352,6 +360,95 @@ export const endpoints: Endpoint[] = [
     owned: true,
     okStatus: 200,
   },
+  // FluidPay's vault paths (issue 34; docs/vault.md, "FluidPay's shape").
+  { route: 'GET /api/vault/:id', auth: 'secret', path: (w) => `/api/vault/${w.customerId}`, owned: true, okStatus: 200 },
+  { route: 'DELETE /api/vault/:id', auth: 'secret', path: (w) => `/api/vault/${w.fluidCustomerToDelete}`, owned: true, okStatus: 200 },
+  {
+    route: 'POST /api/vault/customer/:id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}`,
+    body: () => ({ notes: 'regular', description: 'updated by POST' }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    // A search is scoped to the caller's customers: another merchant's id finds nothing (200, empty).
+    route: 'POST /api/vault/customer/search',
+    auth: 'secret',
+    path: () => '/api/vault/customer/search',
+    body: (w) => ({ id: { operator: '=', value: w.customerId }, email: { operator: '!=', value: 'nobody@example.com' } }),
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/token',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/token`,
+    body: (w) => ({ token: w.tempToken }),
+    owned: true,
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/card/:method_id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/card/${w.paymentMethodId}`,
+    body: () => ({ number: '', expiration_date: '11/39' }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/token/:method_id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/token/${w.paymentMethodId}`,
+    body: (w) => ({ token: w.tempToken }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/ach/:method_id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/ach/${w.achId}`,
+    body: () => ({ account_number: '000987654321', routing_number: '021000021', account_type: 'savings', sec_code: 'ccd' }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'DELETE /api/vault/customer/:id/card/:method_id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/card/${w.cardToDelete}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'DELETE /api/vault/customer/:id/ach/:method_id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/ach/${w.achToDelete}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/address',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/address`,
+    // A new address each time: an identical one is a 409.
+    body: () => ({ line_1: `${crypto.randomUUID().slice(0, 8)} Main St`, city: 'Chicago', postal_code: '60601', country: 'US' }),
+    owned: true,
+    okStatus: 201,
+  },
+  {
+    route: 'POST /api/vault/customer/:id/address/:address_id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/address/${w.addressId}`,
+    body: () => ({ line_1: `${crypto.randomUUID().slice(0, 8)} Side St`, city: 'Chicago' }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'DELETE /api/vault/customer/:id/address/:address_id',
+    auth: 'secret',
+    path: (w) => `/api/vault/customer/${w.customerId}/address/${w.addressToDelete}`,
+    owned: true,
+    okStatus: 200,
+  },
 ];
 
 /** A small batch file as the upload form carries it. */
@@ -383,6 +480,16 @@ export async function buildWorld(): Promise<World> {
     'customer',
   );
   await json(await call('POST', '/api/vault/customer', { key: owner.secretKey, body: { id: 'ownercust2' } }), 201, 'customer 2');
+  await json(await call('POST', '/api/vault/customer', { key: owner.secretKey, body: { id: 'ownercust3' } }), 201, 'customer 3');
+  // Adding a method or an address answers the customer and the new one's id (FluidPay's answer).
+  const added = async (kind: string, body: unknown, field: 'created_payment_method_id' | 'created_address_id') =>
+    (await json<Record<string, string>>(await call('POST', `/api/vault/customer/ownercust/${kind}`, { key: owner.secretKey, body }), 201, kind))[field] ?? '';
+  const ach = { routing_number: '021000021', account_type: 'checking', sec_code: 'WEB' };
+  const cardToDelete = await added('card', { number: CARD, expiration: '10/39' }, 'created_payment_method_id');
+  const achId = await added('ach', { ...ach, account_number: '000111111111' }, 'created_payment_method_id');
+  const achToDelete = await added('ach', { ...ach, account_number: '000222222222' }, 'created_payment_method_id');
+  const addressId = await added('address', { line_1: '1 First St', city: 'Chicago' }, 'created_address_id');
+  const addressToDelete = await added('address', { line_1: '2 Second St', city: 'Chicago' }, 'created_address_id');
   const token = await json<{ temp_token: string }>(
     await call('POST', '/api/tokenizer/token', {
       key: owner.publicKey,
@@ -447,7 +554,13 @@ export async function buildWorld(): Promise<World> {
     revoked,
     customerId: customer.id,
     customerToDelete: 'ownercust2',
+    fluidCustomerToDelete: 'ownercust3',
     paymentMethodId: customer.default_payment_method_id,
+    cardToDelete,
+    achId,
+    achToDelete,
+    addressId,
+    addressToDelete,
     tempToken: token.temp_token,
     spareKeyId: spare.id,
     transactionId: sale.id,

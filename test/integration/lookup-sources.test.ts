@@ -76,7 +76,8 @@ describe('lookup by customer_id', () => {
       key: shop.secretKey,
       body: { number: MASTERCARD_DEBIT, expiration: '01/40' },
     });
-    const debit = (await added.json<{ data: { id: string } }>()).data;
+    // Adding a method answers the whole customer and the new method's id (FluidPay's answer, issue 34).
+    const debit = { id: (await added.json<{ data: { created_payment_method_id: string } }>()).data.created_payment_method_id };
 
     expect(await lookupOk(shop.secretKey, { customer_id: customer.id })).toMatchObject({ bin: '411111', card_type: 'credit' });
     expect(await lookupOk(shop.secretKey, { customer_id: 'lookup1', payment_method_id: debit.id })).toMatchObject({

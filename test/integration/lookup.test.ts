@@ -175,9 +175,9 @@ describe('validation', () => {
     ['state malformed', { bin: '411111', country: 'US', state: 'C@' }, 'state: must be a region code of 1 to 3 letters or digits, such as CA'],
     ['state too long', { bin: '411111', country: 'US', state: 'CALI' }, 'state: must be a region code of 1 to 3 letters or digits, such as CA'],
     ['temp_token malformed', { temp_token: 'tok_short' }, 'temp_token: is not a valid token (tok_ and 32 characters)'],
-    ['customer_id malformed', { customer_id: 'not valid!' }, 'customer_id: must be 1 to 40 letters or digits'],
-    ['customer_id too long', { customer_id: 'a'.repeat(41) }, 'customer_id: must be 1 to 40 letters or digits'],
-    ['payment_method_id malformed', { customer_id: 'cus1', payment_method_id: 'pm-1' }, 'payment_method_id: must be 1 to 64 letters, digits or underscores'],
+    ['customer_id malformed', { customer_id: 'not valid!' }, 'customer_id: must be 1 to 40 letters, digits, ".", "-", "_" or "^"'],
+    ['customer_id too long', { customer_id: 'a'.repeat(41) }, 'customer_id: must be 1 to 40 letters, digits, ".", "-", "_" or "^"'],
+    ['payment_method_id malformed', { customer_id: 'cus1', payment_method_id: 'pm 1' }, 'payment_method_id: must be 1 to 64 letters, digits, ".", "-", "_" or "^"'],
     ['payment_method_id alone', { bin: '411111', payment_method_id: 'pm_1' }, 'payment_method_id: is only used with customer_id'],
     ['two sources', { bin: '411111', customer_id: 'cus1' }, 'customer_id: send only one of bin, temp_token, customer_id (got bin, customer_id)'],
   ];

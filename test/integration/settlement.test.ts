@@ -215,24 +215,30 @@ describe('the settlement batch API', () => {
     return call('POST', '/api/settlement/batch/search', { key, body });
   }
 
+  /** The search answers FluidPay's shape (issue 34): data.results, batch_date a timestamp of the day. */
+  async function listOf(response: Response): Promise<{ data: Batch[]; total_count: number }> {
+    const body = await response.json<{ data: { results: Batch[] }; total_count: number }>();
+    return { data: body.data.results.map((b) => ({ ...b, batch_date: b.batch_date.slice(0, 10) })), total_count: body.total_count };
+  }
+
   it('lists every batch newest first with total_count; the batch_date range and settlement_batch_id filter', async () => {
     const all = await search({});
     expect(all.status).toBe(200);
-    const listed = await all.json<{ data: Batch[]; total_count: number }>();
+    const listed = await listOf(all);
     expect(listed.total_count).toBe(3);
     expect(listed.data.map((b) => b.batch_date)).toEqual(['2027-03-12', '2027-03-11', '2027-03-10']);
     expect(listed.data.map((b) => b.amount_captured)).toEqual([1330, 1220, 1110]);
-    const range = await (await search({ batch_date: { start_date: '2027-03-11', end_date: '2027-03-12' } })).json<{ data: Batch[]; total_count: number }>();
+    const range = await listOf(await search({ batch_date: { start_date: '2027-03-11', end_date: '2027-03-12' } }));
     expect(range.total_count).toBe(2);
     expect(range.data.map((b) => b.batch_date)).toEqual(['2027-03-12', '2027-03-11']);
     const since = await (await search({ batch_date: { start_date: '2027-03-12' } })).json<{ total_count: number }>();
     expect(since.total_count).toBe(1);
-    const one = await (await search({ settlement_batch_id: listed.data[1]?.id })).json<{ data: Batch[]; total_count: number }>();
+    const one = await listOf(await search({ settlement_batch_id: listed.data[1]?.id }));
     expect(one.data.map((b) => b.batch_date)).toEqual(['2027-03-11']);
   });
 
   it('pages with limit (1–100) and offset; total_count counts every match', async () => {
-    const page = await (await search({ limit: 1, offset: 1 })).json<{ data: Batch[]; total_count: number }>();
+    const page = await listOf(await search({ limit: 1, offset: 1 }));
     expect(page).toMatchObject({ total_count: 3 });
     expect(page.data.map((b) => b.batch_date)).toEqual(['2027-03-11']);
     expect((await search({ limit: 0 })).status).toBe(400);
@@ -243,7 +249,7 @@ describe('the settlement batch API', () => {
   });
 
   it("GET /api/settlement/batch/{id}: the batch and a page of its transactions; another merchant's is a 404", async () => {
-    const listed = await (await search({ batch_date: { start_date: '2027-03-10', end_date: '2027-03-10' } })).json<{ data: Batch[] }>();
+    const listed = await listOf(await search({ batch_date: { start_date: '2027-03-10', end_date: '2027-03-10' } }));
     const batchId = listed.data[0]?.id ?? '';
     const response = await call('GET', `/api/settlement/batch/${batchId}?limit=1&offset=1`, { key: shop.secretKey });
     expect(response.status).toBe(200);

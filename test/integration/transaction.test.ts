@@ -81,8 +81,13 @@ describe('the transaction record', () => {
     expect(response.status).toBe(201);
     const { status, msg, data } = await response.json<Envelope<TxRecord>>();
     expect({ status, msg }).toEqual({ status: 'success', msg: 'success' });
-    // The result CSV's columns in order, then amount_refunded (a field of the JSON record only).
-    expect(Object.keys(data)).toEqual([...RESULT_COLUMNS, 'amount_refunded']);
+    // The result CSV's columns in order, then amount_refunded (a field of the JSON record only), then
+    // FluidPay's fields derived from them (issue 34: the record FluidPay's clients read).
+    expect(Object.keys(data)).toEqual([
+      ...RESULT_COLUMNS,
+      'amount_refunded',
+      ...['merchant_id', 'base_amount', 'surcharge', 'tip_amount', 'currency', 'response_body', 'billing_address', 'shipping_address', 'updated_at'],
+    ]);
     expect(data).toMatchObject({
       user_name: 'Transaction Shop',
       type: 'sale',
@@ -419,7 +424,8 @@ describe('vault payments', () => {
       body: { account_number: '000123456789', routing_number: '021000021', account_type: 'savings', sec_code: 'CCD' },
     });
     expect(achAdded.status).toBe(201);
-    const achId = (await achAdded.json<Envelope<{ id: string }>>()).data.id;
+    // Adding a method answers the customer and the new method's id (FluidPay's answer, issue 34).
+    const achId = (await achAdded.json<Envelope<{ created_payment_method_id: string }>>()).data.created_payment_method_id;
 
     expect(await charge({ transaction_type: 'sale', customer_id: 'vcust1', amount: 1500, cc_cvc: '123' })).toMatchObject({
       payment_method: 'customer',

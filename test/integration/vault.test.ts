@@ -106,7 +106,7 @@ describe('POST /api/vault/customer', () => {
       // A CVC has no place in the vault: the field is refused rather than silently dropped.
       [{ card: { number: VISA, expiration: '12/39', cvc: '123' } }, 'payment_method.card.cvc: unknown field'],
       [{ ach: { account_number: '12', routing_number: ROUTING, account_type: 'checking', sec_code: 'WEB' } }, 'payment_method.ach.account_number: must be 4 to 17 digits'],
-      [{}, 'payment_method: must hold exactly one of card or ach'],
+      [{}, 'payment_method: must hold exactly one of card, ach or token'],
     ];
     for (const [payment_method, msg] of cases) {
       const response = await vault('POST', '/customer', { payment_method });
@@ -120,9 +120,10 @@ describe('POST /api/vault/customer', () => {
   it('rejects a duplicate id with 409 and a malformed id with 400', async () => {
     await createCustomer({ id: 'dupe42' });
     expect((await vault('POST', '/customer', { id: 'dupe42' })).status).toBe(409);
-    const response = await vault('POST', '/customer', { id: 'has-dash' });
+    // FluidPay's ids are wider (".", "-", "_", "^"), but a space or a slash is still refused.
+    const response = await vault('POST', '/customer', { id: 'has space' });
     expect(response.status).toBe(400);
-    expect((await response.json<Envelope>()).msg).toContain('id: must be 1 to 40 letters or digits');
+    expect((await response.json<Envelope>()).msg).toContain('id: must be 1 to 40 letters, digits');
   });
 
   it('needs the secret key', async () => {
@@ -131,12 +132,23 @@ describe('POST /api/vault/customer', () => {
   });
 });
 
+/**
+ * Adding a method answers the whole customer with the new method's id (FluidPay's answer, issue 34):
+ * the method as the customer lists it.
+ */
+async function addedMethod(response: Response): Promise<MethodView> {
+  const customer = (await response.json<Envelope<CustomerView & { created_payment_method_id: string }>>()).data;
+  const method = customer.payment_methods.find((m) => m.id === customer.created_payment_method_id);
+  if (!method) throw new Error('the answer does not list the new method');
+  return method;
+}
+
 describe('payment methods', () => {
   it('adds a card and an ACH account; the first method stays the default', async () => {
     await createCustomer({ id: 'multi1', payment_method: { card: { number: VISA, expiration: '12/39' } } });
     const cardResponse = await vault('POST', '/customer/multi1/card', { number: MASTERCARD, expiration: '03/40' });
     expect(cardResponse.status).toBe(201);
-    const card = (await cardResponse.json<Envelope<MethodView>>()).data;
+    const card = (await addedMethod(cardResponse));
     expect(card).toMatchObject({ type: 'card', masked_number: '555555******4444', is_default: false });
 
     const achResponse = await vault('POST', '/customer/multi1/ach', {
@@ -146,7 +158,7 @@ describe('payment methods', () => {
       sec_code: 'ppd',
     });
     expect(achResponse.status).toBe(201);
-    const ach = (await achResponse.json<Envelope<MethodView>>()).data;
+    const ach = (await addedMethod(achResponse));
     expect(ach).toMatchObject({
       type: 'ach',
       masked_account_number: '********6789',
@@ -183,7 +195,7 @@ describe('payment methods', () => {
       account_type: 'checking',
       sec_code: 'WEB',
     });
-    expect((await response.json<Envelope<MethodView>>()).data.is_default).toBe(true);
+    expect((await addedMethod(response)).is_default).toBe(true);
     expect(await resolveVaultPaymentMethod(env, shop.id, 'empty1', {})).toMatchObject({ ok: true, method: { type: 'ach' } });
   });
 
@@ -204,7 +216,7 @@ describe('payment methods', () => {
     const token = await tempToken(shop.publicKey, MASTERCARD);
     const first = await vault('POST', '/customer/tok1/card', { temp_token: token, expiration: '0142' });
     expect(first.status).toBe(201);
-    expect((await first.json<Envelope<MethodView>>()).data).toMatchObject({ masked_number: '555555******4444', expiration: '01/42' });
+    expect((await addedMethod(first))).toMatchObject({ masked_number: '555555******4444', expiration: '01/42' });
     expect((await vault('POST', '/customer/tok1/card', { temp_token: token })).status).toBe(201);
   });
 
@@ -218,7 +230,7 @@ describe('PATCH and DELETE', () => {
   it('changes the default payment method, flags, description and email', async () => {
     const created = await createCustomer({ id: 'patch1', payment_method: { card: { number: VISA, expiration: '12/39' } } });
     const added = await vault('POST', '/customer/patch1/card', { number: MASTERCARD, expiration: '03/40' });
-    const second = (await added.json<Envelope<MethodView>>()).data;
+    const second = (await addedMethod(added));
 
     const response = await vault('PATCH', '/customer/patch1', {
       default_payment_method_id: second.id,

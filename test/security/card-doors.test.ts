@@ -56,7 +56,10 @@ function stringFields(endpoint: Endpoint, world: World): [string, 'string' | 'li
   const found = findOperation(openApiDocument(), method, endpoint.path(world).split('?')[0] ?? '');
   const content = (found?.operation.requestBody as Schema | undefined)?.content as Record<string, Schema> | undefined;
   const schema = resolve(content?.['application/json']?.schema as Schema | undefined, document);
-  const properties = (schema?.properties ?? {}) as Record<string, Schema>;
+  // A body that comes in one of several shapes (POST /api/transaction: the flat columns or FluidPay's):
+  // the string fields of every shape.
+  const shapes = [schema, ...(((schema?.anyOf ?? schema?.oneOf ?? []) as Schema[]).map((option) => resolve(option, document)))];
+  const properties = Object.assign({}, ...shapes.map((shape) => shape?.properties ?? {})) as Record<string, Schema>;
   return Object.entries(properties).flatMap(([name, property]) => {
     const shape = stringShape(property, document);
     return shape ? [[name, shape] as [string, 'string' | 'list']] : [];

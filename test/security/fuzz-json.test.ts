@@ -129,9 +129,10 @@ const doors: JsonDoor[] = [
     key: () => shop.secretKey,
     valid: () => ({ description: 'regular' }),
     strictFields: { default_payment_method_id: 'default_payment_method_id' },
-    // An id of ASCII letters, digits and underscores: other scripts' digits are not digits there
-    // either. The format must refuse them: a well-formed unknown id is also a 400 naming the field.
-    digitFields: { default_payment_method_id: 'default_payment_method_id: must be 1 to 64 letters, digits or underscores' },
+    // An id of ASCII letters, digits and FluidPay's . - _ ^ (issue 34 widened it): other scripts'
+    // digits are not digits there either. The format must refuse them: a well-formed unknown id is
+    // also a 400 naming the field.
+    digitFields: { default_payment_method_id: 'default_payment_method_id: must be 1 to 64 letters, digits, ".", "-", "_" or "^"' },
     accepts: [200],
     nullable: ['description', 'email'],
   },

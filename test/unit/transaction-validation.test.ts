@@ -39,7 +39,8 @@ describe('transaction_type', () => {
 
   it('refuses a missing or unknown type', () => {
     expect(errorsOf({ ...CARD, transaction_type: undefined }).transaction_type).toBe('is required');
-    expect(errorsOf({ ...CARD, transaction_type: 'refund' }).transaction_type).toBe('must be sale, authorize or credit');
+    // verification is an API type since issue 34 (FluidPay's zero-amount authorization).
+    expect(errorsOf({ ...CARD, transaction_type: 'refund' }).transaction_type).toBe('must be sale, authorize, credit or verification');
   });
 });
 

@@ -62,6 +62,10 @@ export const REQUEST_ID_HEADER = {
     description: 'The id of this request in the logs; quote it when reporting a problem.',
     schema: { type: 'string' as const },
   },
+  'X-Correlation-Id': {
+    description: "The same id as X-Request-Id, under the name FluidPay's clients read (their SDKs quote it in errors).",
+    schema: { type: 'string' as const },
+  },
 };
 
 /**

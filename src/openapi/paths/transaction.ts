@@ -1,5 +1,6 @@
 import { successEnvelopeSchema } from '../../schemas/envelope';
-import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../../schemas/transaction-http';
+import { idempotencyHeaderSchema, PAYMENT_SOURCE_COLUMNS, transactionIdParamSchema } from '../../schemas/transaction-http';
+import { transactionRequestSchema } from '../../schemas/fluidpay-transaction';
 import { transactionRecordSchema } from '../../schemas/transaction-response';
 import { captureBodySchema, refundBodySchema, voidBodySchema } from '../../schemas/settlement';
 import { errors, json, ok, SECRET_KEY, type Registry } from './common';
@@ -17,7 +18,7 @@ const OPERATIONS = [
     body: captureBodySchema,
     status: 200,
     answer: 'The transaction, status pending_settlement, with amount_captured and captured_at.',
-    rules: 'Only while authorized (an authorization expires after AUTHORIZATION_EXPIRY_DAYS, 7). `amount` ≤ amount_authorized, default all of it.',
+    rules: "Only while authorized (an authorization expires after AUTHORIZATION_EXPIRY_DAYS, 7). `amount` ≤ amount_authorized, default all of it. FluidPay's optional order_id, po_number, tax_amount, shipping_amount, tax_exempt and ip_address replace what the authorization recorded (tax + shipping + surcharge ≤ the amount captured).",
   },
   {
     kind: 'void',
@@ -35,7 +36,7 @@ const OPERATIONS = [
     body: refundBodySchema,
     status: 201,
     answer: 'The new refund transaction (type refund, referenced_transaction_id the original); the original becomes partially_refunded or refunded.',
-    rules: 'Only once settled. `amount` ≤ what is left to refund (amount_settled − amount_refunded), default all of it; several partial refunds allowed.',
+    rules: "Only once settled. `amount` ≤ what is left to refund (amount_settled − amount_refunded), default all of it; several partial refunds allowed. FluidPay's `surcharge`: the part of it that returns surcharge (the refund's service_fee).",
   },
 ] as const;
 
@@ -69,9 +70,11 @@ export function registerTransaction(registry: Registry): void {
     path: '/api/transaction',
     operationId: 'createTransaction',
     tags,
-    summary: 'One sale, authorize or credit (the batch rows use the same engine)',
+    summary: 'One sale, authorize, credit or verification (the batch rows use the same engine)',
     description:
-      'The body uses the batch CSV column names; amounts are integers in minor units (or strings of digits), flags booleans. ' +
+      'Two bodies, told apart by shape: the batch CSV column names (amounts integers in minor units or strings of digits, flags booleans), ' +
+      "or FluidPay's (`type`, a nested `payment_method`: card, ach, customer or token; address objects; `idempotency_key` in the body). " +
+      'verification: a zero-amount authorization that checks a card (status verified). An unknown field is a 400 naming it. ' +
       'A declined or failed transaction is a 201 too: read `response`. Rate-limited per key (600 per 60 s).',
     security: SECRET_KEY,
     request: {
@@ -79,7 +82,7 @@ export function registerTransaction(registry: Registry): void {
       headers: idempotencyHeaderSchema.pick({ 'idempotency-key': true }),
       body: {
         required: true,
-        content: json(transactionBodySchema, { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/29', amount: 1000 }),
+        content: json(transactionRequestSchema, { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/29', amount: 1000 }),
       },
     },
     responses: {
@@ -99,7 +102,7 @@ export function registerTransaction(registry: Registry): void {
     tags,
     summary: 'A recorded transaction',
     description:
-      'The id names the ledger shard that holds the record (txn_b…: a batch row, txn_a{YYYYMMDD}…: an API transaction of that UTC day). ' +
+      'The id names the ledger shard that holds the record (txn_b…: a batch row, txn_a{YYYYMMDD}…: an API transaction of that UTC day); an id of FluidPay\'s form (20 characters) is a 404. ' +
       'Records are kept TRANSACTION_RETENTION_DAYS (548) after their day or batch, then archived: 410 with the archive\'s location in msg.',
     security: SECRET_KEY,
     request: { params: transactionIdParamSchema },
@@ -108,4 +111,20 @@ export function registerTransaction(registry: Registry): void {
       ...errors([400, 401, 404, 410], { 410: 'transaction archived: {R2 key of the archive} (past TRANSACTION_RETENTION_DAYS).' }),
     },
   });
+}
+
+type SchemaObject = Record<string, unknown>;
+
+/**
+ * Writes out the flat body's payment-source alternatives, which its schema names by reference
+ * (schemas/transaction-http.ts, PAYMENT_SOURCE_COLUMNS): each is the generated body's own closed
+ * object (the same properties, so one zod schema stays their only source) with its source's
+ * columns required. Run on the generated document: zod-to-openapi writes no component that is
+ * only referred to by name.
+ */
+export function addPaymentSourceAlternatives(schemas: Record<string, unknown>): void {
+  const { properties, additionalProperties } = schemas.TransactionColumnsRequest as SchemaObject;
+  for (const { id, title, required } of PAYMENT_SOURCE_COLUMNS) {
+    schemas[id] = { type: 'object', title, properties, additionalProperties, required: [...required] };
+  }
 }

@@ -10,6 +10,7 @@ import {
   deliveryParamSchema,
   redeliveryResponseSchema,
   streamTokenResponseSchema,
+  transactionEventSchema,
   webhookCreatedResponseSchema,
   webhookCreateSchema,
   webhookDeletedResponseSchema,
@@ -136,15 +137,24 @@ export function registerWebhooks(registry: Registry): void {
     responses: { 201: ok('The token and the stream URL.', streamTokenResponseSchema), ...errors([400, 401, 404]) },
   });
 
+  // Every delivery also carries FluidPay's headers, which their SDKs' ParseWebhookRequest checks (issue 34).
+  const fluidPayHeaders = {
+    Signature: z.string().meta({ description: "FluidPay's: unpadded base64url HMAC-SHA256(secret, raw body), with the current secret (no timestamp: prefer Binbatch-Signature where replays matter)." }),
+    'Signature-Previous': z.string().optional().meta({ description: "FluidPay's: the same with the previous secret, during a rotation's 24-hour overlap." }),
+    'X-Webhook-Event-Id': z.string().meta({ description: 'The event id again, under the name FluidPay\'s clients read.' }),
+  };
+  const binbatchSignature = z.string().meta({
+    description: '`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, one `v1=` per active secret.',
+  });
+  const eventId = z.string().meta({ description: 'The event id (evt_…): drop duplicates by it.' });
   const signed = {
     description: 'Sent by binbatch to each subscribed endpoint, signed with the endpoint secret.',
     request: {
       headers: z.object({
-        'Binbatch-Signature': z.string().meta({
-          description: '`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, one `v1=` per active secret.',
-        }),
-        'Binbatch-Event-Id': z.string().meta({ description: 'The event id (evt_…): drop duplicates by it.' }),
+        'Binbatch-Signature': binbatchSignature,
+        'Binbatch-Event-Id': eventId,
         'Binbatch-Delivery-Id': z.string().meta({ description: 'This delivery (whd_…): a redelivery or a retry of the same event has its own; quote it with the endpoint\'s deliveries (GET /api/webhooks/{id}/deliveries).' }),
+        ...fluidPayHeaders,
       }),
       body: { required: true, content: json(webhookEventSchema) },
     },
@@ -162,4 +172,27 @@ export function registerWebhooks(registry: Registry): void {
       ...signed,
     });
   }
+  registry.registerWebhook({
+    method: 'post',
+    path: 'transaction_create',
+    operationId: 'transactionCreateWebhook',
+    tags,
+    summary: "FluidPay's transaction_create: a transaction of POST /api/transaction was created (opt-in)",
+    description:
+      'Sent to the endpoints that name `transaction_create` in their events, once per transaction the API created (a replay of the request sends nothing), ' +
+      "in FluidPay's event envelope with the record as GET /api/transaction/{id} answers it. No delivery rows: the endpoint's `transaction_events` " +
+      '(GET /api/webhooks) sums how its events fare (docs/webhooks.md, "transaction_create").',
+    request: {
+      headers: z.object({
+        'Binbatch-Signature': binbatchSignature,
+        'Binbatch-Event-Id': eventId.meta({ description: 'evt_ and the transaction id: the same for every attempt and duplicate of the event.' }),
+        'Binbatch-Delivery-Id': z.string().meta({ description: 'whq_…: the queue message carrying the event, the same across its retries (logged with each attempt).' }),
+        ...fluidPayHeaders,
+      }),
+      body: { required: true, content: json(transactionEventSchema) },
+    },
+    responses: {
+      200: { description: 'Any 2xx within 10 s delivers the event; anything else is retried with the same backoff as every delivery (8 attempts over about 22 hours), then given up.' },
+    },
+  });
 }

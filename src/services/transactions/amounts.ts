@@ -99,8 +99,13 @@ export function computeAmounts(
     }
   }
   if (amount > MAX_AMOUNT) errors.push({ field: 'amount', msg: `the total must be at most ${MAX_AMOUNT}` });
-  if (amount === 0 && type !== 'authorize') {
-    errors.push({ field: 'amount', msg: `must be greater than 0 for a ${type} (0 is allowed only for an authorize)` });
+  if (type === 'verification') {
+    // A zero-amount authorization: it checks the card and moves no money, so nothing is added to it.
+    if (amount !== 0 || surcharge + shippingAmount + taxAmount > 0) {
+      errors.push({ field: 'amount', msg: 'must be 0 for a verification (it checks the card; nothing is charged)' });
+    }
+  } else if (amount === 0 && type !== 'authorize') {
+    errors.push({ field: 'amount', msg: `must be greater than 0 for a ${type} (0 is allowed only for an authorize or a verification)` });
   }
 
   if (errors.length > 0) return { ok: false, errors };

@@ -157,7 +157,7 @@ class EngineCall {
         outcomes[index] = this.#answerFromRecord(p, stored);
         return;
       }
-      const result = validateTransaction(p.input, this.#now);
+      const result = validateTransaction(p.input, this.#now, this.#context.source);
       if (result.ok) valid.push({ index, tx: result.value });
       else outcomes[index] = this.#invalid(p, result.errors);
     });

@@ -19,6 +19,7 @@ import type { Shard } from './ledger';
 import { merchantProcessors } from './processors/registry';
 import type { ChargeResult, PaymentProcessor } from './processors/processor';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
+import type { OperationDetails } from './operation-details';
 
 export interface OperationInput {
   transactionId: string;
@@ -27,6 +28,8 @@ export interface OperationInput {
   amount: number | null;
   idempotencyKey: string | undefined;
   ipAddress: string | null;
+  /** fluidpay (issue 34): FluidPay's optional capture / refund fields, applied with the answer. */
+  details?: OperationDetails;
 }
 
 /** A transaction record as the API answers it: the result CSV's columns and what was refunded of it. */
@@ -63,13 +66,14 @@ export async function runOperation(env: Env, caller: Caller, input: OperationInp
     query,
     kind: input.kind,
     key: `${input.transactionId}:${input.kind}:${clientKey}`,
-    requestHash: await sha256Hex(JSON.stringify({ amount: input.amount })),
+    // fluidpay (issue 34): the details are part of the request (another set under the key is a conflict).
+    requestHash: await sha256Hex(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
     amount: input.amount,
     now: isoTimestamp(now),
     expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
     staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),
   };
-  const operation = new OperationCall(env, caller, shard, clientKey, input.ipAddress, request.expiredBefore, query, clock);
+  const operation = new OperationCall(env, caller, shard, clientKey, input.ipAddress, request.expiredBefore, query, clock, input.details);
   let begun = await operation.begin(request);
   if (begun.outcome === 'abandoned') {
     // Its holder crashed: what the processor did under its key decides (never a second call).
@@ -111,6 +115,7 @@ class OperationCall {
     readonly expiredBefore: string,
     readonly query: { ids: string[]; exact: string[]; floor: string[] },
     readonly clock: Clock,
+    readonly details?: OperationDetails,
   ) {}
 
   async begin(request: Parameters<Shard['stub']['beginOperation']>[1]): Promise<OperationBegin> {
@@ -174,6 +179,8 @@ class OperationCall {
       // An abandoned operation settled here may be another request's: its own key, no address.
       idempotencyKey: op.key.slice(`${op.transactionId}:${op.kind}:`.length),
       ipAddress: op.key === `${op.transactionId}:${op.kind}:${this.clientKey}` ? this.ipAddress : null,
+      // fluidpay (issue 34): only this request's own operation gets its details.
+      ...(this.details && op.key === `${op.transactionId}:${op.kind}:${this.clientKey}` ? { details: this.details } : {}),
     });
     if ('failed' in done) throw new Error(`ledger shard write failed: ${done.failed}`);
     return done.answer;

@@ -277,10 +277,10 @@ export class Resolver {
     }
     const { customer, method } = answer;
     if (method.type === 'ach') {
-      if (tx.type === 'authorize') {
+      if (tx.type === 'authorize' || tx.type === 'verification') {
         errors.push({
           field: 'transaction_type',
-          msg: "authorize is not available for ACH payments (the customer's method is ACH); use sale",
+          msg: `${tx.type} is not available for ACH payments (the customer's method is ACH); use sale`,
         });
       }
       if (source.cvc !== null) {

@@ -58,7 +58,8 @@ export function maskedCard(number: string, matchedLength: number): string {
 }
 
 export function statusFor(type: ValidTransaction['type'], response: ChargeResult['response']): string {
-  if (response === 'approved') return type === 'authorize' ? 'authorized' : 'pending_settlement';
+  // An approved verification is final: nothing to capture, void, settle or refund.
+  if (response === 'approved') return type === 'authorize' ? 'authorized' : type === 'verification' ? 'verified' : 'pending_settlement';
   return response === 'declined' ? 'declined' : 'failed';
 }
 
@@ -194,7 +195,7 @@ export function pendingRecord(p: ProcessedTransaction): TransactionRecord {
 export function settledRecord(pending: TransactionRecord, result: ChargeResult): TransactionRecord {
   const approved = result.response === 'approved';
   const type = pending.type as ValidTransaction['type'];
-  const captured = approved && type !== 'authorize';
+  const captured = approved && type !== 'authorize' && type !== 'verification';
   return {
     ...pending,
     amount_authorized: result.amountAuthorized,

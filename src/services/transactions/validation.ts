@@ -10,8 +10,13 @@ import { containsCardNumber, passesLuhn } from '../../lib/card-number';
 import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../../schemas/transaction-columns';
 import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../../schemas/vault';
 
-export const TRANSACTION_TYPES = ['sale', 'authorize', 'credit'] as const;
+export const TRANSACTION_TYPES = ['sale', 'authorize', 'credit', 'verification'] as const;
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
+/**
+ * The types a batch file's rows take (SPEC.md's three). `verification`, a zero-amount
+ * authorization that checks a card (FluidPay's type of that name), is for POST /api/transaction only.
+ */
+export const BATCH_TRANSACTION_TYPES = ['sale', 'authorize', 'credit'] as const;
 const ACH_ACCOUNT_TYPES = ['checking', 'savings'] as const;
 export type AchAccountType = (typeof ACH_ACCOUNT_TYPES)[number];
 const SEC_CODES = ['WEB', 'CCD', 'PPD'] as const;
@@ -113,21 +118,21 @@ export function parseBoolean(value: string): boolean | null {
 }
 
 /** Validates one normalised request (see `normaliseInput`); every problem is reported, each naming its field. */
-export function validateTransaction(input: TransactionInput, now: Date): ValidationResult {
+export function validateTransaction(input: TransactionInput, now: Date, door: 'api' | 'batch' = 'api'): ValidationResult {
   const errors: RowError[] = [];
   const fail = (field: string, msg: string) => {
     errors.push({ field, msg });
   };
 
-  const type = enumField(input, 'transaction_type', TRANSACTION_TYPES, fail);
+  const type = enumField(input, 'transaction_type', door === 'api' ? TRANSACTION_TYPES : BATCH_TRANSACTION_TYPES, fail);
   if (type === null) fail('transaction_type', 'is required');
 
   const source = validatePaymentSource(input, now, fail);
-  if (source?.kind === 'ach' && type === 'authorize') {
-    fail('transaction_type', 'authorize is not available for ACH payments; use sale');
+  if (source?.kind === 'ach' && (type === 'authorize' || type === 'verification')) {
+    fail('transaction_type', `${type} is not available for ACH payments; use sale`);
   }
 
-  const amounts = validateAmounts(input, fail);
+  const amounts = validateAmounts(input, fail, type === 'verification');
   const surchargeExempt = booleanField(input, 'surcharge_exempt', fail);
   const taxExempt = booleanField(input, 'tax_exempt', fail);
   const emailReceipt = booleanField(input, 'email_receipt', fail);
@@ -195,7 +200,7 @@ function booleanField(input: TransactionInput, field: InputColumn, fail: Fail): 
   return parsed;
 }
 
-function validateAmounts(input: TransactionInput, fail: Fail): AmountFields | null {
+function validateAmounts(input: TransactionInput, fail: Fail, verification: boolean): AmountFields | null {
   let valid = true;
   const read = (field: InputColumn): number | null => {
     const value = input[field];
@@ -214,7 +219,8 @@ function validateAmounts(input: TransactionInput, fail: Fail): AmountFields | nu
     taxAmount: read('tax_amount'),
     discountAmount: read('discount_amount'),
   };
-  if (input.amount === undefined && input.base_amount === undefined) {
+  // A verification moves no money: its amount is 0 when left out (computeAmounts refuses another).
+  if (input.amount === undefined && input.base_amount === undefined && !verification) {
     fail('amount', 'is required (or give base_amount)');
     return null;
   }
@@ -254,12 +260,12 @@ function validatePaymentSource(input: TransactionInput, now: Date, fail: Fail): 
   const customerId = input.customer_id ?? '';
   let ok = true;
   if (!CUSTOMER_ID_PATTERN.test(customerId)) {
-    fail('customer_id', 'must be 1 to 40 letters or digits');
+    fail('customer_id', 'must be 1 to 40 letters, digits, ".", "-", "_" or "^"');
     ok = false;
   }
   const methodId = input.payment_method_id ?? null;
   if (methodId !== null && !PAYMENT_METHOD_ID_PATTERN.test(methodId)) {
-    fail('payment_method_id', 'must be 1 to 64 letters, digits or underscores');
+    fail('payment_method_id', 'must be 1 to 64 letters, digits, ".", "-", "_" or "^"');
     ok = false;
   }
   const methodType = enumField(input, 'payment_method_type', PAYMENT_METHOD_TYPES, fail);

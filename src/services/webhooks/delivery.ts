@@ -5,6 +5,7 @@
  *     Content-Type: application/json
  *     Binbatch-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>[,v1=<previous secret's>]
  *     Binbatch-Event-Id: evt_…      Binbatch-Delivery-Id: whd_…
+ *     Signature: <base64url HMAC-SHA256(secret, body)>   [Signature-Previous: <previous secret's>]   X-Webhook-Event-Id: evt_…  (FluidPay's)
  *
  * A 2xx answer within the timeout is delivered. Anything else (another status, a redirect, a
  * timeout, a network error) schedules the next attempt after the configured delay, or ends the
@@ -13,7 +14,7 @@
  * and does nothing. Delivery is at least once: a receiver drops events whose id it has seen.
  */
 import { isoTimestamp } from '../../lib/time';
-import { signatureHeader } from '../../lib/webhook-signature';
+import { fluidPaySignatureHeaders, signatureHeader } from '../../lib/webhook-signature';
 import { checkWebhookUrl } from '../../lib/webhook-url';
 import type { WebhookDeliveryMessage } from '../../schemas/webhooks';
 import {
@@ -102,6 +103,9 @@ async function send(
     'Binbatch-Signature': await signatureHeader(secrets, timestamp, delivery.payload),
     'Binbatch-Event-Id': delivery.event_id,
     'Binbatch-Delivery-Id': delivery.id,
+    // FluidPay's verifier (their SDKs' ParseWebhookRequest) reads these.
+    ...(await fluidPaySignatureHeaders(secrets, delivery.payload)),
+    'X-Webhook-Event-Id': delivery.event_id,
   };
   let response: Response;
   try {

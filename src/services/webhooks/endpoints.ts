@@ -3,11 +3,13 @@
  * delete, rotate the secret, list deliveries, redeliver. Every read and write is scoped to the
  * merchant: another merchant's endpoint or delivery is "not found", exactly like a missing one.
  */
+import { forgetSubscriptions, transactionEventHealthOf } from './transaction-events';
 import { randomId } from '../../lib/crypto';
 import { isoTimestamp } from '../../lib/time';
 import { checkWebhookUrl } from '../../lib/webhook-url';
 import {
   MAX_WEBHOOK_ENDPOINTS,
+  DEFAULT_EVENT_TYPES,
   WEBHOOK_EVENT_TYPES,
   type WebhookCreate,
   type WebhookDelivery,
@@ -29,6 +31,7 @@ import {
   type DeliveryWithType,
   type EndpointRow,
 } from '../../storage/webhooks';
+import { readTransactionEventHealth, type TransactionEventHealthRow } from '../../storage/transaction-events';
 import type { WebhookDeps } from './deps';
 import { newSigningSecret, sealSigningSecret } from './secrets';
 
@@ -44,7 +47,8 @@ export type EndpointFailure =
 const ENDPOINT_NOT_FOUND = { ok: false, reason: 'not_found', msg: 'webhook endpoint not found' } as const;
 const DELIVERY_NOT_FOUND = { ok: false, reason: 'not_found', msg: 'delivery not found' } as const;
 
-function toEndpoint(row: EndpointRow, now: Date): WebhookEndpoint {
+/** `health`: the endpoint's transaction_create summary row, if it has one (storage/transaction-events.ts). */
+function toEndpoint(row: EndpointRow, now: Date, health?: TransactionEventHealthRow): WebhookEndpoint {
   const overlapEnds = row.previous_secret_expires_at;
   return {
     id: row.id,
@@ -52,6 +56,7 @@ function toEndpoint(row: EndpointRow, now: Date): WebhookEndpoint {
     events: row.events,
     created_at: row.created_at,
     previous_secret_expires_at: overlapEnds !== null && Date.parse(overlapEnds) > now.getTime() ? overlapEnds : null,
+    transaction_events: transactionEventHealthOf(row.events, health),
   };
 }
 
@@ -83,7 +88,8 @@ export async function createEndpoint(
   const id = randomId(20, 'whe_');
   const secret = newSigningSecret();
   // Listed in the documented order, each once, however the request named them.
-  const wanted = new Set(input.events ?? WEBHOOK_EVENT_TYPES);
+  // Left out: every type but the opt-in ones (transaction_create is one event per API transaction).
+  const wanted = new Set(input.events ?? DEFAULT_EVENT_TYPES);
   const row: EndpointRow = {
     id,
     merchant_id: merchantId,
@@ -95,7 +101,10 @@ export async function createEndpoint(
     created_at: isoTimestamp(now),
     updated_at: isoTimestamp(now),
   };
-  if (!(await insertEndpointWithinLimit(deps.db, row, MAX_WEBHOOK_ENDPOINTS))) {
+  const inserted = await insertEndpointWithinLimit(deps.db, row, MAX_WEBHOOK_ENDPOINTS);
+  // This isolate sees the new endpoint at once (others within 10 s) for transaction_create.
+  forgetSubscriptions(merchantId);
+  if (!inserted) {
     return {
       ok: false,
       reason: 'limit',
@@ -107,11 +116,14 @@ export async function createEndpoint(
 
 export async function listEndpoints(deps: WebhookDeps, merchantId: string): Promise<WebhookEndpoint[]> {
   const now = deps.clock();
-  return (await listMerchantEndpoints(deps.db, merchantId)).map((row) => toEndpoint(row, now));
+  const [rows, health] = await Promise.all([listMerchantEndpoints(deps.db, merchantId), readTransactionEventHealth(deps.db, merchantId)]);
+  return rows.map((row) => toEndpoint(row, now, health.get(row.id)));
 }
 
 export async function deleteEndpoint(deps: WebhookDeps, merchantId: string, id: string): Promise<{ ok: true } | EndpointFailure> {
-  return (await deleteMerchantEndpoint(deps.db, merchantId, id)) ? { ok: true } : ENDPOINT_NOT_FOUND;
+  const deleted = await deleteMerchantEndpoint(deps.db, merchantId, id);
+  forgetSubscriptions(merchantId);
+  return deleted ? { ok: true } : ENDPOINT_NOT_FOUND;
 }
 
 /**
@@ -135,7 +147,8 @@ export async function rotateSecret(
     isoTimestamp(now),
   );
   if (!row) return ENDPOINT_NOT_FOUND;
-  return { ok: true, endpoint: { ...toEndpoint(row, now), secret } };
+  const health = row.events.includes('transaction_create') ? (await readTransactionEventHealth(deps.db, merchantId)).get(row.id) : undefined;
+  return { ok: true, endpoint: { ...toEndpoint(row, now, health), secret } };
 }
 
 export async function listDeliveries(
