@@ -82,7 +82,7 @@ export function writeCutoff(sql: SqlStorage, cutoff: string): void {
 
 /**
  * Indexes a shard under the shard's registration generation (a shard registers once per stretch of
- * unsettled money, not per write: durable-objects/ledger-shard.ts). A later generation replaces an
+ * unsettled money, not per write: durable-objects/ledger-shard/settlement.ts). A later generation replaces an
  * earlier one, so a removal meant for the earlier one (`removeShard`) leaves it alone.
  */
 export function addShard(sql: SqlStorage, shard: ShardIdentity, generation: number, at: string): void {
