@@ -4,15 +4,20 @@
  *
  *   meta     the merchant, its settlement cutoff (UTC "HH:MM")
  *   shards   the index: every ledger shard that may hold money awaiting settlement (registered
- *            before the money is written there; removed when a run leaves none in it)
+ *            before the money is written there; removed when a run leaves none in it), with the
+ *            last handoff piece recorded from it, whether the current run is done with it, and its
+ *            failures (a failing shard waits until `retry_at`)
+ *   runs     settlement runs: the current one (its end, its day, the batches it made or added to)
+ *            and those finished in the last RUN_RETENTION_DAYS
  *   batches  the merchant's settlement batches, one per processor and day
- *   entries  what each batch holds, per shard, in pieces of up to ENTRIES_PER_ROW transactions
- *            (id, type, amount): the totals are sums of the pieces
+ *   entries  what each batch holds, per shard, one row per handoff piece of the shard (`seq`, at
+ *            most HANDOFF_ENTRIES_PER_PIECE transactions: id, type, amount); the totals are sums of
+ *            the rows. Recording a piece again writes the same row.
  *
  * Retention: a batch and its entries are deleted TRANSACTION_RETENTION_DAYS after its day, like the
  * transactions they list; a shard leaves the index as soon as it holds nothing unsettled.
  */
-import type { SettledEntry, ShardIdentity } from './ledger-shard';
+import type { HandoffPiece, ShardIdentity } from './ledger-shard';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS meta (
@@ -45,11 +50,27 @@ const MIGRATIONS: readonly string[] = [
      entries TEXT NOT NULL,
      PRIMARY KEY (batch_id, shard, seq)
    ) WITHOUT ROWID;`,
+  // 2. Runs in bounded steps over alarm ticks (docs/transactions.md, "Settlement").
+  `ALTER TABLE shards ADD COLUMN acked_seq INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE shards ADD COLUMN run_done INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE shards ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE shards ADD COLUMN retry_at TEXT;
+   ALTER TABLE shards ADD COLUMN last_error TEXT;
+   CREATE TABLE IF NOT EXISTS runs (
+     id INTEGER PRIMARY KEY,
+     end_at TEXT NOT NULL,
+     batch_date TEXT NOT NULL,
+     settled_at TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     finished_at TEXT,
+     announced INTEGER NOT NULL DEFAULT 0,
+     touched TEXT NOT NULL DEFAULT '[]'
+   );`,
 ];
 export const SETTLEMENT_SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Keeps a row well under Durable Object SQLite's 2 MB (an entry is about 80 bytes of JSON). */
-const ENTRIES_PER_ROW = 5_000;
+/** Finished runs are kept this long (settle now answers its run's batches from them). */
+const RUN_RETENTION_DAYS = 7;
 
 /** Types whose money goes back to the cardholder: a settlement batch's amount_credit. */
 const CREDIT_TYPES: ReadonlySet<string> = new Set(['refund', 'credit']);
@@ -58,9 +79,20 @@ export function hasSettlementTables(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
 }
 
-export function initialiseSettlement(sql: SqlStorage, merchantId: string, cutoff: string): void {
-  const version = hasSettlementTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
+function settlementVersion(sql: SqlStorage): number {
+  return hasSettlementTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
+}
+
+/** Applies the steps an object made by an older version lacks. */
+export function upgradeSettlement(sql: SqlStorage): void {
+  const version = settlementVersion(sql);
+  if (version === 0 || version >= SETTLEMENT_SCHEMA_VERSION) return;
   for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  sql.exec('UPDATE meta SET schema_version = ?', SETTLEMENT_SCHEMA_VERSION);
+}
+
+export function initialiseSettlement(sql: SqlStorage, merchantId: string, cutoff: string): void {
+  for (const step of MIGRATIONS.slice(settlementVersion(sql))) sql.exec(step);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, merchant_id, cutoff) VALUES (1, ?, ?, ?)
      ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,
@@ -96,14 +128,114 @@ export function addShard(sql: SqlStorage, shard: ShardIdentity, generation: numb
   );
 }
 
-export function listShards(sql: SqlStorage): ShardIdentity[] {
+/** Names of the indexed shards, `limit` at most (tests and operators). */
+export function listShards(sql: SqlStorage, limit: number): string[] {
   if (!hasSettlementTables(sql)) return [];
-  return sql.exec<{ identity: string }>('SELECT identity FROM shards ORDER BY name').toArray().map((row) => JSON.parse(row.identity) as ShardIdentity);
+  return sql.exec<{ name: string }>('SELECT name FROM shards ORDER BY name LIMIT ?', limit).toArray().map((row) => row.name);
 }
 
-/** Removes a shard from the index, unless it registered again since (a later generation). */
-export function removeShard(sql: SqlStorage, name: string, generation: number): void {
-  sql.exec('DELETE FROM shards WHERE name = ? AND generation <= ?', name, generation);
+export function hasShards(sql: SqlStorage): boolean {
+  return hasSettlementTables(sql) && sql.exec('SELECT 1 FROM shards LIMIT 1').toArray().length > 0;
+}
+
+/** An indexed shard as a run asks it: its identity and the last handoff piece recorded from it. */
+export interface IndexedShard {
+  identity: ShardIdentity;
+  ackedSeq: number;
+}
+
+/** Shards the current run has not finished with, whose wait after a failure (if any) is over, by name; `limit` at most. */
+export function shardsToAsk(sql: SqlStorage, now: string, limit: number): IndexedShard[] {
+  return sql
+    .exec<{ identity: string; acked_seq: number }>('SELECT identity, acked_seq FROM shards WHERE run_done = 0 AND (retry_at IS NULL OR retry_at <= ?) ORDER BY name LIMIT ?', now, limit)
+    .toArray()
+    .map((row) => ({ identity: JSON.parse(row.identity) as ShardIdentity, ackedSeq: row.acked_seq }));
+}
+
+/** Whether the current run has shards left, and the earliest time a failing one may be asked again. */
+export function runRemainder(sql: SqlStorage): { remaining: number; waiting: number; nextRetry: string | null } {
+  const row = sql
+    .exec<{ remaining: number; waiting: number; next_retry: string | null }>(
+      'SELECT COUNT(*) AS remaining, COUNT(retry_at) AS waiting, MIN(retry_at) AS next_retry FROM shards WHERE run_done = 0',
+    )
+    .one();
+  return { remaining: row.remaining, waiting: row.waiting, nextRetry: row.next_retry };
+}
+
+/** The run is done with a shard: it leaves the index when it holds nothing unsettled (unless it registered again since). */
+export function finishShard(sql: SqlStorage, name: string, holdsUnsettled: boolean, generation: number): void {
+  if (!holdsUnsettled) sql.exec('DELETE FROM shards WHERE name = ? AND generation <= ?', name, generation);
+  sql.exec('UPDATE shards SET run_done = 1, failures = 0, retry_at = NULL, last_error = NULL WHERE name = ?', name);
+}
+
+/** A shard could not be asked now: it waits until `retryAt` (the rest of the run goes on). */
+export function failShard(sql: SqlStorage, name: string, error: string, retryAt: (failures: number) => string): number {
+  const failures = sql.exec<{ failures: number }>('UPDATE shards SET failures = failures + 1 WHERE name = ? RETURNING failures', name).toArray()[0]?.failures ?? 1;
+  sql.exec('UPDATE shards SET retry_at = ?, last_error = ? WHERE name = ?', retryAt(failures), error.slice(0, 500), name);
+  return failures;
+}
+
+/** A new run asks every shard again (a failing one still waits for its retry time). */
+export function resetShardsForRun(sql: SqlStorage): void {
+  sql.exec('UPDATE shards SET run_done = 0');
+}
+
+/** A settlement run: what it settles (captured before `endAt`, into `batchDate`) and what it made or added to. */
+export interface SettlementRunRow {
+  id: number;
+  endAt: string;
+  batchDate: string;
+  settledAt: string;
+  finishedAt: string | null;
+  announced: boolean;
+  touched: string[];
+}
+
+type RunSql = { id: number; end_at: string; batch_date: string; settled_at: string; finished_at: string | null; announced: number; touched: string };
+
+function runFromSql(row: RunSql): SettlementRunRow {
+  return { id: row.id, endAt: row.end_at, batchDate: row.batch_date, settledAt: row.settled_at, finishedAt: row.finished_at, announced: row.announced === 1, touched: JSON.parse(row.touched) as string[] };
+}
+
+/** The run in progress, if any. */
+export function currentRun(sql: SqlStorage): SettlementRunRow | null {
+  const row = sql.exec<RunSql>('SELECT * FROM runs WHERE finished_at IS NULL ORDER BY id LIMIT 1').toArray()[0];
+  return row ? runFromSql(row) : null;
+}
+
+export function readRun(sql: SqlStorage, id: number): SettlementRunRow | null {
+  const row = sql.exec<RunSql>('SELECT * FROM runs WHERE id = ?', id).toArray()[0];
+  return row ? runFromSql(row) : null;
+}
+
+/** The run finished last, if any. */
+export function lastFinishedRun(sql: SqlStorage): SettlementRunRow | null {
+  if (!hasSettlementTables(sql)) return null;
+  const row = sql.exec<RunSql>('SELECT * FROM runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1').toArray()[0];
+  return row ? runFromSql(row) : null;
+}
+
+/** Finished runs not yet announced (their settlement.completed events failed to go out). */
+export function unannouncedRuns(sql: SqlStorage): SettlementRunRow[] {
+  return sql.exec<RunSql>('SELECT * FROM runs WHERE finished_at IS NOT NULL AND announced = 0 ORDER BY id LIMIT 10').toArray().map(runFromSql);
+}
+
+export function startRun(sql: SqlStorage, run: { endAt: string; batchDate: string; settledAt: string }, at: string): SettlementRunRow {
+  resetShardsForRun(sql);
+  // Finished runs older than a week go (settle now reads only the last one).
+  sql.exec('DELETE FROM runs WHERE finished_at IS NOT NULL AND announced = 1 AND finished_at < ?', new Date(Date.parse(at) - RUN_RETENTION_DAYS * 86_400_000).toISOString());
+  const row = sql
+    .exec<RunSql>('INSERT INTO runs (end_at, batch_date, settled_at, started_at) VALUES (?, ?, ?, ?) RETURNING *', run.endAt, run.batchDate, run.settledAt, at)
+    .one();
+  return runFromSql(row);
+}
+
+export function finishRun(sql: SqlStorage, id: number, at: string): void {
+  sql.exec('UPDATE runs SET finished_at = ? WHERE id = ?', at, id);
+}
+
+export function markAnnounced(sql: SqlStorage, id: number): void {
+  sql.exec('UPDATE runs SET announced = 1 WHERE id = ?', id);
 }
 
 /** A settlement batch as the API answers it (FluidPay's fields). */
@@ -120,44 +252,62 @@ export interface SettlementBatch {
 }
 
 /**
- * Replaces what `shard` put in batch `batchId` with `entries` (all of them, as the shard answers:
- * a repeated run writes the same rows). Answers whether the batch's count changed.
+ * Records a handoff piece of `shard` in its day's batches (one per processor), grouped in one pass,
+ * and the piece as the last recorded from the shard, in the caller's transaction; answers the batch
+ * ids written. The rows are keyed by the piece's number: recording it again writes the same rows.
  */
-export function replaceEntries(
+export function recordPiece(
   sql: SqlStorage,
-  batch: { id: string; batchDate: string; processorId: string },
   shard: string,
-  entries: readonly SettledEntry[],
-  at: string,
-): boolean {
-  const before = sql.exec<{ n: number }>('SELECT COALESCE(SUM(num), 0) AS n FROM entries WHERE batch_id = ? AND shard = ?', batch.id, shard).one().n;
-  if (before === entries.length) return false;
-  sql.exec(
-    `INSERT INTO batches (id, batch_date, processor_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`,
-    batch.id,
-    batch.batchDate,
-    batch.processorId,
-    at,
-    at,
-  );
-  sql.exec('DELETE FROM entries WHERE batch_id = ? AND shard = ?', batch.id, shard);
-  for (let i = 0; i < entries.length; i += ENTRIES_PER_ROW) {
-    const piece = entries.slice(i, i + ENTRIES_PER_ROW);
-    const captured = piece.filter((e) => !CREDIT_TYPES.has(e.type)).reduce((sum, e) => sum + e.amount, 0);
-    const credit = piece.filter((e) => CREDIT_TYPES.has(e.type)).reduce((sum, e) => sum + e.amount, 0);
+  piece: HandoffPiece,
+  run: { id: number; at: string; batchIdOf: (processorId: string, batchDate: string) => string },
+): string[] {
+  const { at, id: runId } = run;
+  const byBatch = new Map<string, { processorId: string; num: number; captured: number; credit: number; entries: [string, string, number][] }>();
+  for (const entry of piece.entries) {
+    const id = run.batchIdOf(entry.processor_id, piece.batchDate);
+    let group = byBatch.get(id);
+    if (!group) {
+      group = { processorId: entry.processor_id, num: 0, captured: 0, credit: 0, entries: [] };
+      byBatch.set(id, group);
+    }
+    group.num++;
+    if (CREDIT_TYPES.has(entry.type)) group.credit += entry.amount;
+    else group.captured += entry.amount;
+    group.entries.push([entry.id, entry.type, entry.amount]);
+  }
+  for (const [id, group] of byBatch) {
     sql.exec(
-      'INSERT INTO entries (batch_id, shard, seq, num, captured, credit, entries) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      batch.id,
+      `INSERT INTO batches (id, batch_date, processor_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`,
+      id,
+      piece.batchDate,
+      group.processorId,
+      at,
+      at,
+    );
+    sql.exec(
+      'INSERT OR REPLACE INTO entries (batch_id, shard, seq, num, captured, credit, entries) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      id,
       shard,
-      i / ENTRIES_PER_ROW,
-      piece.length,
-      captured,
-      credit,
-      JSON.stringify(piece.map((e) => [e.id, e.type, e.amount])),
+      piece.seq,
+      group.num,
+      group.captured,
+      group.credit,
+      JSON.stringify(group.entries),
     );
   }
-  return true;
+  sql.exec('UPDATE shards SET acked_seq = MAX(acked_seq, ?) WHERE name = ?', piece.seq, shard);
+  const touched = [...byBatch.keys()];
+  if (touched.length > 0) {
+    // The run's list of batches it made or added to (a handful: processors × days).
+    const run = sql.exec<{ touched: string }>('SELECT touched FROM runs WHERE id = ?', runId).toArray()[0];
+    const list = new Set(run ? (JSON.parse(run.touched) as string[]) : []);
+    const before = list.size;
+    for (const id of touched) list.add(id);
+    if (list.size !== before) sql.exec('UPDATE runs SET touched = ? WHERE id = ?', JSON.stringify([...list]), runId);
+  }
+  return touched;
 }
 
 const BATCH_SELECT = `SELECT b.id, b.batch_date, b.processor_id, b.created_at, b.updated_at,
@@ -209,21 +359,28 @@ export function searchBatches(sql: SqlStorage, search: BatchSearch): { batches: 
   return { batches, total };
 }
 
-/** A page of a batch's transactions, in shard order. */
+/**
+ * A page of a batch's transactions, in shard order. Only the rows that hold the page are read: their
+ * running counts come from the `num` column alone, so a batch of millions of transactions costs the
+ * page's one or two rows of JSON, not all of them (128 MB of isolate memory).
+ */
 export function batchEntries(sql: SqlStorage, batchId: string, limit: number, offset: number): { id: string; type: string; amount: number }[] {
-  const rows = sql.exec<{ num: number; entries: string }>('SELECT num, entries FROM entries WHERE batch_id = ? ORDER BY shard, seq', batchId).toArray();
+  const rows = sql
+    .exec<{ start: number; entries: string }>(
+      `WITH counted AS (SELECT shard, seq, num, SUM(num) OVER (ORDER BY shard, seq) AS upto FROM entries WHERE batch_id = ?1)
+       SELECT c.upto - c.num AS start, e.entries FROM counted c JOIN entries e ON e.batch_id = ?1 AND e.shard = c.shard AND e.seq = c.seq
+       WHERE c.upto > ?2 AND c.upto - c.num < ?2 + ?3 ORDER BY c.shard, c.seq`,
+      batchId,
+      offset,
+      limit,
+    )
+    .toArray();
   const page: { id: string; type: string; amount: number }[] = [];
-  let skip = offset;
   for (const row of rows) {
-    if (skip >= row.num) {
-      skip -= row.num;
-      continue;
-    }
-    for (const [id, type, amount] of (JSON.parse(row.entries) as [string, string, number][]).slice(skip)) {
+    for (const [id, type, amount] of (JSON.parse(row.entries) as [string, string, number][]).slice(Math.max(0, offset - row.start))) {
       if (page.length === limit) return page;
       page.push({ id, type, amount });
     }
-    skip = 0;
   }
   return page;
 }

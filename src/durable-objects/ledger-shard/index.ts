@@ -36,7 +36,7 @@ import {
 import { OpenClaims } from './open-claims';
 import { beginOperation, completeOperation, releaseOperation } from './operations';
 import { findRecords, type ShardContext } from './reading';
-import { runRetention } from './retention';
+import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
 
 export { refundTransactionId } from './operations';
@@ -136,9 +136,9 @@ export class LedgerShard extends DurableObject<Env> {
     return this.#claims.list(shard.merchantId);
   }
 
-  /** The shard's retention at `now` (retention.ts): hashes dropped, then archived and emptied. */
-  async runRetention(now: string): Promise<RetentionOutcome> {
-    return runRetention(this.#shard, this.env.FILES, now, () => this.#claims.reset());
+  /** One step of the shard's retention at `now` (retention.ts): hashes dropped, then archived and emptied. */
+  async runRetention(now: string, budget?: RetentionBudget): Promise<RetentionOutcome> {
+    return runRetention(this.#shard, this.env.FILES, now, () => this.#claims.reset(), budget);
   }
 
   override async alarm(): Promise<void> {

@@ -8,7 +8,7 @@
 import { gzipText } from '../../lib/gzip';
 import {
   answered,
-  insertClaim,
+  insertClaims,
   insertPageRows,
   listClaims,
   pagePieces,
@@ -72,6 +72,7 @@ export class OpenClaims {
     const claims = this.#open(shard.merchantId);
     const sql = this.#shard.sql;
     const made: { claimId: number; page: string; free: StoredTransaction[] }[] = [];
+    // A claim's records may need several rows (claims.ts): each row is a claim of its own.
     // Memory follows SQLite only once the transaction has committed: a failed write claims nothing.
     this.#shard.storage.transactionSync(() => {
       const seen = new Set<string>();
@@ -83,7 +84,7 @@ export class OpenClaims {
           seen.add(key);
           return true;
         });
-        if (free.length > 0) made.push({ claimId: insertClaim(sql, page, createdAt, free), page, free });
+        if (free.length > 0) for (const row of insertClaims(sql, page, createdAt, free)) made.push({ claimId: row.id, page, free: row.entries });
       }
     });
     const claimed: string[] = [];
@@ -169,7 +170,9 @@ export class OpenClaims {
     for (const stored of items) {
       const claim = claims.get(keyOf(stored));
       if (!claim) continue;
-      byClaim.set(claim.claimId, [...(byClaim.get(claim.claimId) ?? []), stored]);
+      const list = byClaim.get(claim.claimId);
+      if (list) list.push(stored);
+      else byClaim.set(claim.claimId, [stored]);
     }
     return byClaim;
   }

@@ -5,20 +5,27 @@
  */
 import type { Env } from '../../env';
 import {
+  acknowledgeHandoff,
+  HANDOFF_ENTRIES_PER_PIECE,
   holdsUnsettled,
+  insertHandoff,
   markPageSettled,
-  pageRowsSettledOn,
+  nextHandoff,
+  readCursor,
   readIndexing,
   readMeta,
   readStates,
-  statesSettledOn,
   unpackRecord,
   unsettledPageRows,
   unsettledStates,
   upgradeShardTables,
+  writeCursor,
   writeIndexing,
   writeState,
+  type PackedRecord,
+  type PageRow,
   type SettleAnswer,
+  type SettleCursor,
   type SettledEntry,
   type SettleRequest,
   type ShardIdentity,
@@ -44,54 +51,90 @@ export async function ensureIndexed(shard: ShardContext, env: Env, identity: Sha
   writeIndexing(sql, true, Math.max(after.generation, generation));
 }
 
+/** Page rows read per query while marking (a batch page holds up to 500 records, an API page one). */
+const PAGE_ROWS_PER_READ = 64;
 /**
- * Settles the shard's money captured before `request.before` into the day's settlement batches
- * (one per processor): page rows whole, changed transactions one by one. Answers every transaction
- * settled on that day, by this run or an earlier one, so a run repeated after a crash reports the
- * same batch; and whether money is still waiting (captured after the cutoff).
+ * Rows (page rows and states) one call may pass, whether or not they hold money still to settle
+ * (voided since, say): the call's work is bounded by this and by a piece's worth of records.
+ */
+const ROWS_PER_CALL = 5_000;
+
+/**
+ * One call of a settlement run (docs/transactions.md, "Settlement"): acknowledges the pieces up to
+ * `request.after`, and answers the next piece of the handoff; when none is waiting, first marks the
+ * next rows captured before `request.before` settled into `request.batchDate`, page rows whole and
+ * changed transactions in their state, writing what they settled as new pieces in the same step.
+ * When nothing is left for the run: done, and whether money is still waiting (captured after the cutoff).
  */
 export async function settleShard(shard: ShardContext, identity: ShardIdentity, request: SettleRequest): Promise<SettleAnswer> {
   upgradeShardTables(shard.sql);
   const sql = shard.sql;
-  if (!readMeta(sql)) return { entries: [], holdsUnsettled: false, generation: 0 };
-  // A page row is settled whole (its records are read when answered, below); no await before the write.
+  if (!readMeta(sql)) return { piece: null, done: true, holdsUnsettled: false, generation: 0 };
+  const perPiece = Math.max(1, Math.min(request.pageEntries ?? HANDOFF_ENTRIES_PER_PIECE, HANDOFF_ENTRIES_PER_PIECE));
+  acknowledgeHandoff(sql, request.after);
+  const waiting = nextHandoff(sql, request.after);
+  if (waiting) return { piece: waiting, done: false };
+
+  const saved = readCursor<SettleCursor>(sql, 'settle');
+  const cursor: SettleCursor =
+    saved && saved.batchDate === request.batchDate && saved.before === request.before ? saved : { batchDate: request.batchDate, before: request.before, page: null, seq: 0, stateId: null };
+  // Reading a page may await (gzip): the rows are read first, then marked in one synchronous step
+  // that checks each is still unsettled and each record has no state written meanwhile.
+  const read: { row: PageRow; records: PackedRecord[] }[] = [];
+  let records = 0;
+  let pagesLeft = true;
+  let last = { page: cursor.page, seq: cursor.seq };
+  while (records < perPiece && read.length < ROWS_PER_CALL) {
+    const rows = unsettledPageRows(sql, request.before, { ...cursor, ...last }, Math.min(PAGE_ROWS_PER_READ, ROWS_PER_CALL - read.length));
+    if (rows.length === 0) {
+      pagesLeft = false;
+      break;
+    }
+    for (const row of rows) {
+      const packed = await decodePage(row);
+      read.push({ row, records: packed });
+      records += packed.length;
+      last = { page: row.page, seq: row.seq };
+      if (records >= perPiece) break;
+    }
+  }
+  let statesLeft = false;
   shard.storage.transactionSync(() => {
-    const rows = unsettledPageRows(sql, request.before);
-    for (const row of rows) markPageSettled(sql, row, request.batchDate, request.settledAt);
-    for (const state of unsettledStates(sql, identity.merchantId, request.before)) {
-      writeState(
-        sql,
-        { ...state, stored: { ...state.stored, record: settle(state.stored.record, request.batchDate, request.settledAt) }, unsettled: false, settledOn: request.batchDate },
-        request.settledAt,
-      );
+    const settled: SettledEntry[] = [];
+    for (const { row, records: packedRecords } of read) {
+      if (!markPageSettled(sql, row, request.batchDate, request.settledAt)) continue;
+      const unpacked = packedRecords.map((packed) => unpackRecord(identity.merchantId, packed).record);
+      // A transaction changed since it was processed (captured, voided) is settled from its state.
+      const states = readStates(sql, identity.merchantId, unpacked.map((record) => String(record.id)));
+      for (const record of unpacked) if (record.status === 'pending_settlement' && !states.has(String(record.id))) settled.push(entryOf(record));
     }
+    let stateId = cursor.stateId;
+    if (!pagesLeft) {
+      const room = Math.min(perPiece - settled.length, ROWS_PER_CALL - read.length);
+      const states = room > 0 ? unsettledStates(sql, identity.merchantId, request.before, stateId, room) : [];
+      statesLeft = room <= 0 || states.length === room;
+      for (const state of states) {
+        const record = settle(state.stored.record, request.batchDate, request.settledAt);
+        writeState(sql, { ...state, stored: { ...state.stored, record }, unsettled: false, settledOn: request.batchDate }, request.settledAt);
+        if (Number(record.amount_settled) > 0) settled.push(entryOf(record));
+        stateId = String(record.id);
+      }
+    }
+    insertHandoff(sql, request.batchDate, settled, perPiece);
+    writeCursor(sql, 'settle', { ...cursor, page: last.page, seq: last.seq, stateId });
   });
-  const entries: SettledEntry[] = [];
-  const changed = new Set(statesSettledOn(sql, identity.merchantId, request.batchDate).map((state) => String(state.stored.record.id)));
-  for (const row of pageRowsSettledOn(sql, request.batchDate)) {
-    const packedRecords = await decodePage(row);
-    const ids = packedRecords.map((packed) => String(unpackRecord(identity.merchantId, packed).record.id));
-    // A transaction changed since (voided, or settled on its own) is counted from its state.
-    const states = readStates(sql, identity.merchantId, ids);
-    for (const packed of packedRecords) {
-      const { record } = unpackRecord(identity.merchantId, packed);
-      if (record.status !== 'pending_settlement' || states.has(String(record.id))) continue;
-      entries.push(entryOf(record));
-    }
-  }
-  for (const state of statesSettledOn(sql, identity.merchantId, request.batchDate)) {
-    if (changed.has(String(state.stored.record.id)) && Number(state.stored.record.amount_settled) > 0 && state.stored.record.settlement_batch_id !== null) {
-      entries.push(entryOf(state.stored.record));
-    }
-  }
-  // Nothing left to settle: the shard counts itself out of the index (as of its generation) in
-  // the same step, so money written later registers again under a newer generation.
+  const piece = nextHandoff(sql, request.after);
+  if (piece) return { piece, done: false };
+  if (pagesLeft || statesLeft) return { piece: null, done: false };
+  // Nothing left for this run: the shard counts itself out of the index (as of its generation) in
+  // the same step when no money waits, so money written later registers again under a newer generation.
   let holds = true;
   let generation = 0;
   shard.storage.transactionSync(() => {
     holds = holdsUnsettled(sql);
     generation = readIndexing(sql).generation;
     if (!holds) writeIndexing(sql, false, generation);
+    writeCursor(sql, 'settle', null);
   });
-  return { entries, holdsUnsettled: holds, generation };
+  return { piece: null, done: true, holdsUnsettled: holds, generation };
 }

@@ -1,9 +1,49 @@
 /** A ledger shard's `pages` table (storage/ledger-shard/schema.ts): the completed records, many per row. */
+import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
 import { hasTables } from './schema';
 import { packRecord, withoutHash, type PackedRecord, type StoredTransaction } from './records';
 
-/** Keeps one page row well under Durable Object SQLite's 2 MB per row. */
-const MAX_PAGE_CHARS = 1_000_000;
+/**
+ * A page row's records (and a claim row's, claims.ts) hold at most half of Durable Object SQLite's
+ * 2 MB per row, counted in UTF-8 bytes (a character outside ASCII takes 2 to 4).
+ */
+export const MAX_ROW_JSON_BYTES = DURABLE_OBJECTS.rowBytes * HALF;
+
+/** UTF-8 length of a string, without encoding it. */
+export function utf8Bytes(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    // Two bytes up to U+07FF, three beyond; a surrogate pair (4 bytes) counts 2 + 2.
+    if (code > 0x7f) bytes += code > 0x7ff && (code < 0xd800 || code > 0xdfff) ? 2 : 1;
+  }
+  return bytes;
+}
+
+/** Packed records cut into JSON arrays of at most MAX_ROW_JSON_BYTES each, with their keys. */
+export function jsonPieces(records: readonly StoredTransaction[]): PagePiece[] {
+  const pieces: PagePiece[] = [];
+  let keys: string[] = [];
+  let json: string[] = [];
+  let size = 2;
+  const flush = () => {
+    if (json.length === 0) return;
+    pieces.push({ keys, json: `[${json.join(',')}]` });
+    keys = [];
+    json = [];
+    size = 2;
+  };
+  for (const record of records) {
+    const text = JSON.stringify(packRecord(record));
+    const bytes = utf8Bytes(text) + 1;
+    if (size + bytes > MAX_ROW_JSON_BYTES) flush();
+    keys.push(String(record.record.idempotency_key));
+    json.push(text);
+    size += bytes;
+  }
+  flush();
+  return pieces;
+}
 
 /**
  * Pages looked up by name (`exact`) or as the page at or below a value (`floor`); the answer holds
@@ -37,28 +77,9 @@ export type PageRow = {
   settled_at?: string | null;
 };
 
-/** Completed records cut into page rows of at most ~1 MB of JSON each. */
+/** Completed records cut into page rows of at most MAX_ROW_JSON_BYTES of JSON each. */
 export function pagePieces(records: readonly StoredTransaction[]): PagePiece[] {
-  const pieces: PagePiece[] = [];
-  let keys: string[] = [];
-  let json: string[] = [];
-  let size = 0;
-  const flush = () => {
-    if (json.length === 0) return;
-    pieces.push({ keys, json: `[${json.join(',')}]` });
-    keys = [];
-    json = [];
-    size = 0;
-  };
-  for (const record of records) {
-    const text = JSON.stringify(packRecord(record));
-    if (size + text.length > MAX_PAGE_CHARS) flush();
-    keys.push(String(record.record.idempotency_key));
-    json.push(text);
-    size += text.length + 1;
-  }
-  flush();
-  return pieces;
+  return jsonPieces(records);
 }
 
 /** Appends page rows to a page. */
@@ -105,18 +126,29 @@ export function readPageRows(sql: SqlStorage, pages: { exact: readonly string[];
     .toArray();
 }
 
-/** Drops the request hashes kept in plain pages (API transactions; batch pages keep none). */
-export function clearPageHashes(sql: SqlStorage): number {
-  let changed = 0;
+/**
+ * Drops the request hashes kept in plain pages (API transactions; batch pages keep none), at most
+ * `limit` rows after `after` in page order; answers the rows changed and the last row passed (null:
+ * none left).
+ */
+export function clearPageHashes(sql: SqlStorage, after: { page: string; seq: number } | null, limit: number): { cleared: number; last: { page: string; seq: number } | null } {
   const rows = sql
-    .exec<{ page: string; seq: number; records: string }>(`SELECT page, seq, records FROM pages WHERE format = 'json' AND records NOT LIKE '[["",%'`)
+    .exec<{ page: string; seq: number; format: PageFormat; records: string | ArrayBuffer }>(
+      `SELECT page, seq, format, records FROM pages WHERE ?1 IS NULL OR (page, seq) > (?1, ?2) ORDER BY page, seq LIMIT ?3`,
+      after?.page ?? null,
+      after?.seq ?? 0,
+      limit,
+    )
     .toArray();
+  let cleared = 0;
   for (const row of rows) {
-    const records = (JSON.parse(row.records) as PackedRecord[]).map(withoutHash);
+    if (row.format !== 'json' || String(row.records).startsWith('[["",')) continue;
+    const records = (JSON.parse(String(row.records)) as PackedRecord[]).map(withoutHash);
     sql.exec('UPDATE pages SET records = ? WHERE page = ? AND seq = ?', JSON.stringify(records), row.page, row.seq);
-    changed++;
+    cleared++;
   }
-  return changed;
+  const last = rows.at(-1);
+  return { cleared, last: last ? { page: last.page, seq: last.seq } : null };
 }
 
 /** Every page row, in order, `limit` rows at a time from `after` (the archive's reader). */

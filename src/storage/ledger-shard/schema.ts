@@ -6,7 +6,7 @@
  *   claims      one row per claim: the pending records of the requests one attempt is about to send
  *               to their processors (a batch chunk's rows, or one API request), deleted when answered
  *   pages       the completed records, many per row: a batch chunk's records are one page (split when
- *               a page would pass MAX_PAGE_CHARS), gzip-compressed, with the keys it holds beside them
+ *               a page would pass MAX_ROW_JSON_BYTES), gzip-compressed, with the keys it holds beside them
  *               in the clear (a claim checks them without decompressing); an API transaction is a page
  *               of its own, keyed by its id, as plain JSON (its request hash is dropped later in place)
  *   states      the current record of every transaction changed since processed, and refunds
@@ -73,6 +73,21 @@ const MIGRATIONS: readonly string[] = [
   // money awaiting settlement, not per write), and the generation of that registration.
   `ALTER TABLE meta ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE meta ADD COLUMN index_generation INTEGER NOT NULL DEFAULT 0;`,
+  // 4. Work in bounded steps (docs/capacity.md, "A shard's jobs"): `handoff` keeps what a settlement
+  // run settled here until the settlement object has recorded it (handoff.ts); the cursors of a run's
+  // marking and of retention's steps; states awaiting settlement found by index, not by a scan.
+  // Handoff numbers start above the 0-based row numbers a settlement object stored a whole-shard
+  // answer under before (its rows are keyed by them too), so both can sit in one batch.
+  `CREATE INDEX IF NOT EXISTS states_unsettled ON states(unsettled) WHERE unsettled = 1;
+   CREATE TABLE IF NOT EXISTS handoff (
+     seq INTEGER PRIMARY KEY,
+     batch_date TEXT NOT NULL,
+     num INTEGER NOT NULL,
+     entries TEXT NOT NULL
+   );
+   ALTER TABLE meta ADD COLUMN handoff_seq INTEGER NOT NULL DEFAULT 1000000;
+   ALTER TABLE meta ADD COLUMN settle_cursor TEXT;
+   ALTER TABLE meta ADD COLUMN retention_cursor TEXT;`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -96,9 +111,13 @@ export interface ShardFailure {
 /** What a shard's retention did. */
 export interface RetentionOutcome {
   archived: boolean;
+  /** Once archived: where its archive files are (storage/ledger-archive.ts). */
   key: string | null;
+  /** Records archived so far. */
   lines: number;
   hashesCleared: number;
+  /** More steps are left (the alarm is armed for the next). */
+  more: boolean;
 }
 
 export function hasTables(sql: SqlStorage): boolean {
@@ -116,6 +135,7 @@ function tablesVersion(sql: SqlStorage): number {
   const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
   if (recorded !== undefined) return recorded;
   const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
+  if (columns.includes('handoff_seq')) return 4;
   if (columns.includes('indexed')) return 3;
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'states'").toArray().length > 0 ? 2 : 1;
 }
@@ -163,6 +183,19 @@ export function upgradeShardTables(sql: SqlStorage): void {
 export function readIndexing(sql: SqlStorage): { indexed: boolean; generation: number } {
   const row = sql.exec<{ indexed: number; index_generation: number }>('SELECT indexed, index_generation FROM meta').toArray()[0];
   return { indexed: row?.indexed === 1, generation: row?.index_generation ?? 0 };
+}
+
+/**
+ * Where a job spanning several calls or alarm ticks stands (JSON of the job's own shape): a
+ * settlement run's marking (`settle`), retention's hash clearing and archive (`retention`).
+ */
+export function readCursor<T>(sql: SqlStorage, job: 'settle' | 'retention'): T | null {
+  const row = sql.exec<{ cursor: string | null }>(`SELECT ${job}_cursor AS cursor FROM meta`).toArray()[0];
+  return row?.cursor ? (JSON.parse(row.cursor) as T) : null;
+}
+
+export function writeCursor(sql: SqlStorage, job: 'settle' | 'retention', cursor: unknown): void {
+  sql.exec(`UPDATE meta SET ${job}_cursor = ?`, cursor === null ? null : JSON.stringify(cursor));
 }
 
 export function writeIndexing(sql: SqlStorage, indexed: boolean, generation: number): void {

@@ -1,55 +1,65 @@
-/** What a settlement run reads and marks in a ledger shard's `pages` and `states` (docs/transactions.md, "Settlement"). */
+/**
+ * What a settlement run reads and marks in a ledger shard's `pages` and `states` (docs/transactions.md,
+ * "Settlement"): never a whole table, always the next rows after a cursor, by the partial indexes of
+ * what awaits settlement (`pages_unsettled`, `states_unsettled`).
+ */
 import { hasTables, schemaVersion } from './schema';
+import type { HandoffPiece } from './handoff';
 import type { PageRow } from './pages';
 import { stateFromSql, type StateRow, type StateSql } from './states';
 
-/** What a settlement run asks of a shard: settle what was captured before `before` into `batchDate`. */
+export type { SettledEntry } from './handoff';
+
+/**
+ * What a settlement run asks of a shard: settle what was captured before `before` into `batchDate`,
+ * and answer the next piece after `after` (the last piece the settlement object recorded; every
+ * piece up to it is acknowledged). `pageEntries` lowers the entries per piece (tests).
+ */
 export interface SettleRequest {
   before: string;
   batchDate: string;
   settledAt: string;
+  after: number;
+  pageEntries?: number;
 }
 
-/** One transaction settled into a batch (what the settlement batch lists). */
-export interface SettledEntry {
-  id: string;
-  type: string;
-  processor_id: string;
-  amount: number;
+/** A shard's answer: a piece to record, or that it is done for this run. */
+export type SettleAnswer =
+  | { piece: HandoffPiece; done: false }
+  /** Nothing more for this run; `holdsUnsettled` false: the shard counts itself out of the index as of `generation`. */
+  | { piece: null; done: true; holdsUnsettled: boolean; generation: number }
+  /** Rows were marked but none settled money (voided since, say): ask again. */
+  | { piece: null; done: false };
+
+/** Where a run's marking stands: the run it belongs to, and the last page row and state it passed. */
+export interface SettleCursor {
+  batchDate: string;
+  before: string;
+  page: string | null;
+  seq: number;
+  stateId: string | null;
 }
 
-export interface SettleAnswer {
-  /** Every transaction of the shard settled on `batchDate`, by this run or an earlier one. */
-  entries: SettledEntry[];
-  /** False: nothing awaits settlement, and the shard counts itself out of the index as of `generation`. */
-  holdsUnsettled: boolean;
-  generation: number;
-}
-
-/** States awaiting settlement captured before `before`, and those settled on `day`. */
-export function unsettledStates(sql: SqlStorage, merchantId: string, before: string): StateRow[] {
+/** The next page rows with money awaiting settlement recorded before `before`, after the cursor, in order. */
+export function unsettledPageRows(sql: SqlStorage, before: string, cursor: SettleCursor, limit: number): PageRow[] {
   return sql
-    .exec<StateSql>('SELECT * FROM states WHERE unsettled = 1 AND captured_at < ?', before)
-    .toArray()
-    .map((row) => stateFromSql(merchantId, row));
-}
-
-export function statesSettledOn(sql: SqlStorage, merchantId: string, day: string): StateRow[] {
-  return sql
-    .exec<StateSql>('SELECT * FROM states WHERE settled_on = ?', day)
-    .toArray()
-    .map((row) => stateFromSql(merchantId, row));
-}
-
-/** Page rows with money awaiting settlement recorded before `before`; and those settled on `day`. */
-export function unsettledPageRows(sql: SqlStorage, before: string): PageRow[] {
-  return sql
-    .exec<PageRow>('SELECT page, seq, format, records, settled_on, settled_at FROM pages WHERE unsettled = 1 AND at < ? ORDER BY page, seq', before)
+    .exec<PageRow>(
+      `SELECT page, seq, format, records, settled_on, settled_at FROM pages
+       WHERE unsettled = 1 AND at < ?1 AND (?2 IS NULL OR (page, seq) > (?2, ?3)) ORDER BY page, seq LIMIT ?4`,
+      before,
+      cursor.page,
+      cursor.seq,
+      limit,
+    )
     .toArray();
 }
 
-export function pageRowsSettledOn(sql: SqlStorage, day: string): PageRow[] {
-  return sql.exec<PageRow>('SELECT page, seq, format, records, settled_on, settled_at FROM pages WHERE settled_on = ? ORDER BY page, seq', day).toArray();
+/** The next states awaiting settlement captured before `before`, after `afterId`, in id order. */
+export function unsettledStates(sql: SqlStorage, merchantId: string, before: string, afterId: string | null, limit: number): StateRow[] {
+  return sql
+    .exec<StateSql>('SELECT * FROM states WHERE unsettled = 1 AND captured_at < ?1 AND (?2 IS NULL OR id > ?2) ORDER BY id LIMIT ?3', before, afterId, limit)
+    .toArray()
+    .map((row) => stateFromSql(merchantId, row));
 }
 
 export function markPageSettled(sql: SqlStorage, row: { page: string; seq: number }, day: string, at: string): boolean {
