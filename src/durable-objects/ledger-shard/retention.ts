@@ -152,7 +152,8 @@ function archiveReader(sql: SqlStorage, merchantId: string, at: ArchiveCursor, l
         continue;
       }
       if (at.section === 'pages') {
-        const rows = pageBatch(sql, at.page === null ? null : { page: at.page, seq: at.seq }, ARCHIVE_PAGES_PER_READ);
+        // A page holds at least one record: never more pages than records still wanted.
+        const rows = pageBatch(sql, at.page === null ? null : { page: at.page, seq: at.seq }, Math.min(ARCHIVE_PAGES_PER_READ, limit - written));
         const last = rows.at(-1);
         if (!last) {
           at.section = 'states';
