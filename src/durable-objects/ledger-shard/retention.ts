@@ -82,11 +82,16 @@ export async function runRetention(shard: ShardContext, files: R2Bucket, now: st
   const merchantId = meta.name.split('/')[0] ?? '';
   const at: ArchiveCursor = cursor.archive ?? { part: 1, section: 'claims', page: null, seq: 0, stateId: null, lines: 0 };
   if (at.section !== 'done') {
-    const limit = budget.archiveRecords ?? ARCHIVE_RECORDS_PER_STEP;
-    const written = await writeArchive(files, ledgerArchivePartKey(meta.name, at.part), archiveReader(sql, merchantId, at, limit));
+    const reader = archiveReader(sql, merchantId, at, budget.archiveRecords ?? ARCHIVE_RECORDS_PER_STEP);
+    // Nothing left (the last step ended exactly at the end): no empty file.
+    const first = await reader();
+    if (first !== null) {
+      let handed = false;
+      const written = await writeArchive(files, ledgerArchivePartKey(meta.name, at.part), async () => (handed ? reader() : ((handed = true), first)));
+      at.part += 1;
+      at.lines += written;
+    }
     // The file is whole in R2: the cursor moves past it (a step that dies before this writes the same file again).
-    at.part += 1;
-    at.lines += written;
     writeCursor(sql, 'retention', { archive: at });
     outcome.lines = at.lines;
     if (!finished(at)) return more(shard, outcome, now);

@@ -101,13 +101,11 @@ export async function settleShard(shard: ShardContext, identity: ShardIdentity, 
   let statesLeft = false;
   shard.storage.transactionSync(() => {
     const settled: SettledEntry[] = [];
-    for (const { row, records: packedRecords } of read) {
-      if (!markPageSettled(sql, row, request.batchDate, request.settledAt)) continue;
-      const unpacked = packedRecords.map((packed) => unpackRecord(identity.merchantId, packed).record);
-      // A transaction changed since it was processed (captured, voided) is settled from its state.
-      const states = readStates(sql, identity.merchantId, unpacked.map((record) => String(record.id)));
-      for (const record of unpacked) if (record.status === 'pending_settlement' && !states.has(String(record.id))) settled.push(entryOf(record));
-    }
+    const marked = read.filter(({ row }) => markPageSettled(sql, row, request.batchDate, request.settledAt));
+    const unpacked = marked.flatMap(({ records: packedRecords }) => packedRecords.map((packed) => unpackRecord(identity.merchantId, packed).record));
+    // A transaction changed since it was processed (captured, voided) is settled from its state.
+    const changed = readStates(sql, identity.merchantId, unpacked.filter((record) => record.status === 'pending_settlement').map((record) => String(record.id)));
+    for (const record of unpacked) if (record.status === 'pending_settlement' && !changed.has(String(record.id))) settled.push(entryOf(record));
     let stateId = cursor.stateId;
     if (!pagesLeft) {
       const room = Math.min(perPiece - settled.length, ROWS_PER_CALL - read.length);

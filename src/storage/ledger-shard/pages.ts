@@ -132,14 +132,11 @@ export function readPageRows(sql: SqlStorage, pages: { exact: readonly string[];
  * none left).
  */
 export function clearPageHashes(sql: SqlStorage, after: { page: string; seq: number } | null, limit: number): { cleared: number; last: { page: string; seq: number } | null } {
-  const rows = sql
-    .exec<{ page: string; seq: number; format: PageFormat; records: string | ArrayBuffer }>(
-      `SELECT page, seq, format, records FROM pages WHERE ?1 IS NULL OR (page, seq) > (?1, ?2) ORDER BY page, seq LIMIT ?3`,
-      after?.page ?? null,
-      after?.seq ?? 0,
-      limit,
-    )
-    .toArray();
+  // Two statements, not `?1 IS NULL OR ...`: with the OR, SQLite scans from the first row every step.
+  type Row = { page: string; seq: number; format: PageFormat; records: string | ArrayBuffer };
+  const rows = after
+    ? sql.exec<Row>('SELECT page, seq, format, records FROM pages WHERE (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?', after.page, after.seq, limit).toArray()
+    : sql.exec<Row>('SELECT page, seq, format, records FROM pages ORDER BY page, seq LIMIT ?', limit).toArray();
   let cleared = 0;
   for (const row of rows) {
     if (row.format !== 'json' || String(row.records).startsWith('[["",')) continue;

@@ -42,24 +42,20 @@ export interface SettleCursor {
 
 /** The next page rows with money awaiting settlement recorded before `before`, after the cursor, in order. */
 export function unsettledPageRows(sql: SqlStorage, before: string, cursor: SettleCursor, limit: number): PageRow[] {
-  return sql
-    .exec<PageRow>(
-      `SELECT page, seq, format, records, settled_on, settled_at FROM pages
-       WHERE unsettled = 1 AND at < ?1 AND (?2 IS NULL OR (page, seq) > (?2, ?3)) ORDER BY page, seq LIMIT ?4`,
-      before,
-      cursor.page,
-      cursor.seq,
-      limit,
-    )
-    .toArray();
+  // The partial index holds (unsettled, page, seq): read in order from the cursor, never sorted.
+  const columns = 'SELECT page, seq, format, records, settled_on, settled_at FROM pages INDEXED BY pages_unsettled';
+  return cursor.page === null
+    ? sql.exec<PageRow>(`${columns} WHERE unsettled = 1 AND at < ? ORDER BY page, seq LIMIT ?`, before, limit).toArray()
+    : sql.exec<PageRow>(`${columns} WHERE unsettled = 1 AND at < ? AND (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?`, before, cursor.page, cursor.seq, limit).toArray();
 }
 
 /** The next states awaiting settlement captured before `before`, after `afterId`, in id order. */
 export function unsettledStates(sql: SqlStorage, merchantId: string, before: string, afterId: string | null, limit: number): StateRow[] {
-  return sql
-    .exec<StateSql>('SELECT * FROM states WHERE unsettled = 1 AND captured_at < ?1 AND (?2 IS NULL OR id > ?2) ORDER BY id LIMIT ?3', before, afterId, limit)
-    .toArray()
-    .map((row) => stateFromSql(merchantId, row));
+  const rows =
+    afterId === null
+      ? sql.exec<StateSql>('SELECT * FROM states INDEXED BY states_unsettled WHERE unsettled = 1 AND captured_at < ? ORDER BY id LIMIT ?', before, limit).toArray()
+      : sql.exec<StateSql>('SELECT * FROM states INDEXED BY states_unsettled WHERE unsettled = 1 AND captured_at < ? AND id > ? ORDER BY id LIMIT ?', before, afterId, limit).toArray();
+  return rows.map((row) => stateFromSql(merchantId, row));
 }
 
 export function markPageSettled(sql: SqlStorage, row: { page: string; seq: number }, day: string, at: string): boolean {

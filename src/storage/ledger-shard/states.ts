@@ -54,8 +54,9 @@ export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string):
 /** State rows in id order, `limit` at a time after `afterId` (the archive writes them after the pages). */
 export function statesAfter(sql: SqlStorage, merchantId: string, afterId: string | null, limit: number): StateRow[] {
   if (!hasTables(sql) || schemaVersion(sql) < 2) return [];
-  return sql
-    .exec<StateSql>('SELECT * FROM states WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2', afterId, limit)
-    .toArray()
-    .map((row) => stateFromSql(merchantId, row));
+  const rows =
+    afterId === null
+      ? sql.exec<StateSql>('SELECT * FROM states ORDER BY id LIMIT ?', limit).toArray()
+      : sql.exec<StateSql>('SELECT * FROM states WHERE id > ? ORDER BY id LIMIT ?', afterId, limit).toArray();
+  return rows.map((row) => stateFromSql(merchantId, row));
 }
