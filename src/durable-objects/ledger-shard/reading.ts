@@ -5,6 +5,7 @@
  */
 import { gunzipText } from '../../lib/gzip';
 import {
+  packedField,
   readPageRows,
   readStates,
   unpackRecord,
@@ -47,6 +48,16 @@ export function currentOf(state: StateRow, expiredBefore: string): StoredTransac
 /** What a settlement batch lists of a settled transaction. */
 export function entryOf(record: TransactionRecord): SettledEntry {
   return { id: String(record.id), type: String(record.type), processor_id: String(record.processor_id), amount: Number(record.amount_settled || record.amount_captured) };
+}
+
+/** The same, read from a packed record's few columns. */
+export function packedEntry(packed: PackedRecord): SettledEntry {
+  return {
+    id: String(packedField(packed, 'id')),
+    type: String(packedField(packed, 'type')),
+    processor_id: String(packedField(packed, 'processor_id')),
+    amount: Number(packedField(packed, 'amount_settled') || packedField(packed, 'amount_captured')),
+  };
 }
 
 /**

@@ -4,7 +4,7 @@
  * CSV's columns in order, then the request fields the CSV has no column for. A packed record holds
  * no card number and no CVC.
  */
-import { RESULT_COLUMNS, type TransactionRecord } from '../../schemas/transaction-columns';
+import { RESULT_COLUMNS, type ResultColumn, type TransactionRecord } from '../../schemas/transaction-columns';
 
 /** A record in this status is a claim: its key is taken and the processor may be being asked. */
 export const CLAIMED_STATUS = 'processing';
@@ -102,6 +102,13 @@ export function unpackRecord(merchantId: string, packed: PackedRecord): StoredTr
     line: typeof packed[2] === 'number' ? packed[2] : null,
     extras: extras as unknown as TransactionExtras,
   };
+}
+
+const RESULT_INDEX: ReadonlyMap<string, number> = new Map(RESULT_COLUMNS.map((column, i) => [column, HEAD + i]));
+
+/** One result column of a packed record, without unpacking the other eighty (settlement reads a handful). */
+export function packedField(packed: PackedRecord, column: ResultColumn): unknown {
+  return packed[RESULT_INDEX.get(column) ?? -1] ?? null;
 }
 
 /** A record with its request hash left out (past the idempotency window, and in the archive). */
