@@ -56,12 +56,14 @@ import { DEFAULT_CUTOFF, batchDateOf, lastCutoff } from '../services/settlement/
 const DAY_MS = 86_400_000;
 
 /**
- * One step records at most this many entries: 20 pieces of HANDOFF_ENTRIES_PER_PIECE, each a shard
- * call that decodes about a page of records (measured in docs/capacity.md, "Settlement": well under
- * half of the 30 s CPU and 128 MB of one invocation).
+ * One step records at most this many entries: 10 pieces of HANDOFF_ENTRIES_PER_PIECE, each a shard
+ * call that decodes about a piece's worth of records. Measured (docs/capacity.md, "Settlement"):
+ * the heaviest step, an API day shard's, stays under half of WORKERS.cpuMsPerInvocation and of
+ * WORKERS.isolateMemoryBytes.
  */
-const ENTRIES_PER_STEP = 20 * HANDOFF_ENTRIES_PER_PIECE;
+const ENTRIES_PER_STEP = 10 * HANDOFF_ENTRIES_PER_PIECE;
 /** Shard calls one step may make: each is a subrequest, planned at half of WORKERS.subrequestsPlanned. */
+if (ENTRIES_PER_STEP > WORKERS.subrequestsPlanned * HALF * HANDOFF_ENTRIES_PER_PIECE) throw new Error('a step would need more calls than it may make');
 const SHARD_CALLS_PER_STEP = WORKERS.subrequestsPlanned * HALF;
 /** A failing shard waits this long, doubled per failure up to an hour, while the run goes on. */
 const RETRY_BASE_MS = 30_000;

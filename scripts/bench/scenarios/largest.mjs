@@ -34,13 +34,16 @@ class StepMeter {
     meter.#pids = pids;
     await meter.#session.send('Profiler.enable');
     await meter.#session.send('Profiler.setSamplingInterval', { interval: 1000 });
+    await meter.#session.send('HeapProfiler.enable');
     return meter;
   }
 
   async measure(work) {
-    // workerd's inspector never answers HeapProfiler.collectGarbage: no GC is forced before a step,
-    // so the heap used counts what earlier steps left for the collector too (an upper bound).
     const send = (method) => Promise.race([this.#session.send(method), new Promise((_, reject) => setTimeout(() => reject(new Error(`inspector: ${method} timed out`)), 600_000))]);
+    // A full GC before the step (workerd's inspector never answers HeapProfiler.collectGarbage, but a
+    // heap snapshot collects first): the heap before is what is live, and the peak during the step is
+    // that plus what the step allocated and the collector had not yet taken back (an upper bound).
+    await send('HeapProfiler.takeHeapSnapshot');
     const before = await send('Runtime.getHeapUsage');
     let peakUsed = before.usedSize;
     let peakTotal = before.totalSize;
@@ -225,6 +228,6 @@ export function printLargest(result) {
     console.log(`${pad(p.phase, 46)}${pad(p.steps, 7)}${pad(`${p.maxCpuMs.toLocaleString('en-US')} (sampled ${p.maxSampledCpuMs.toLocaleString('en-US')})`, 36)}${pad(`${p.maxHeapUsedMb} / ${p.maxHeapTotalMb} (rise ${p.maxHeapRiseMb})`, 42)}${p.withinGoal ? 'yes' : 'NO'}`);
   }
   console.log('CPU: the profiler\'s non-idle samples over a step, times the share of runnable time workerd ran (sampled: without that correction).');
-  console.log('Heap: the isolate\'s V8 heap used at its peak during the step (no GC forced: garbage of earlier steps counts), and held; rise: above its level before the step.');
+  console.log('Heap: the isolate\'s V8 heap used at its peak during the step (after a full GC before it; what the step allocated and the collector had not taken back counts), and held; rise: above its level before the step.');
   for (const p of result.phases) console.log(`  ${p.phase}, heaviest step: ${p.heaviestTop.map((t) => `${t.name || '(anonymous)'} ${t.ms} ms`).join(', ')}`);
 }

@@ -32,7 +32,9 @@ export interface RetentionBudget {
 const HASH_ROWS_PER_STEP = 50_000;
 const ARCHIVE_RECORDS_PER_STEP = 100_000;
 /** Page rows read per query while archiving (a batch page holds up to 500 records, an API page one). */
-const ARCHIVE_PAGES_PER_READ = 20;
+const ARCHIVE_PAGES_PER_READ = 64;
+/** Lines handed to the gzip stream at a time: what the step holds in memory besides one R2 part. */
+const ARCHIVE_LINES_PER_WRITE = 2_000;
 const ARCHIVE_STATES_PER_READ = 1_000;
 /** Page rows read per query while clearing hashes (an API page row is about 1 KB). */
 const HASH_ROWS_PER_READ = 1_000;
@@ -157,19 +159,23 @@ function archiveReader(sql: SqlStorage, merchantId: string, at: ArchiveCursor, l
         continue;
       }
       if (at.section === 'pages') {
-        // A page holds at least one record: never more pages than records still wanted.
-        const rows = pageBatch(sql, at.page === null ? null : { page: at.page, seq: at.seq }, Math.min(ARCHIVE_PAGES_PER_READ, limit - written));
-        const last = rows.at(-1);
-        if (!last) {
-          at.section = 'states';
-          continue;
-        }
-        at.page = last.page;
-        at.seq = last.seq;
+        // About ARCHIVE_LINES_PER_WRITE lines at a time (four batch pages, or a few hundred API pages).
         const lines: string[] = [];
-        for (const row of rows) for (const packed of await decodePage(row)) lines.push(archiveLine(merchantId, packed));
+        while (lines.length < ARCHIVE_LINES_PER_WRITE && written + lines.length < limit) {
+          // A page holds at least one record: never more pages than records still wanted.
+          const rows = pageBatch(sql, at.page === null ? null : { page: at.page, seq: at.seq }, Math.min(ARCHIVE_PAGES_PER_READ, limit - written - lines.length));
+          const last = rows.at(-1);
+          if (!last) {
+            at.section = 'states';
+            break;
+          }
+          at.page = last.page;
+          at.seq = last.seq;
+          for (const row of rows) for (const packed of await decodePage(row)) lines.push(archiveLine(merchantId, packed));
+        }
         written += lines.length;
-        return lines;
+        if (lines.length > 0) return lines;
+        continue;
       }
       const states = statesAfter(sql, merchantId, at.stateId, Math.min(ARCHIVE_STATES_PER_READ, limit - written));
       const last = states.at(-1);
