@@ -68,6 +68,8 @@ const SHARD_CALLS_PER_STEP = WORKERS.subrequestsPlanned * HALF;
 /** A failing shard waits this long, doubled per failure up to an hour, while the run goes on. */
 const RETRY_BASE_MS = 30_000;
 const RETRY_MAX_MS = 3_600_000;
+/** While "settle now" drives a run, the alarm waits this long before it takes over (the request stopped). */
+const SETTLE_NOW_TAKEOVER_MS = 60_000;
 /** A tick that threw is tried again this much later (the platform would drop it after DURABLE_OBJECTS.alarmRetries). */
 const TICK_RETRY_MS = 60_000;
 
@@ -154,7 +156,8 @@ export class MerchantSettlement extends DurableObject<Env> {
         run = startRun(sql, { endAt: now, batchDate: batchDateOf(new Date(now)), settledAt: now }, now);
       }
       const step = await this.#step(run, now, budget);
-      await this.#arm(new Date(now));
+      // The request drives the next steps: the alarm only takes over if it stops calling.
+      await this.#arm(new Date(now), undefined, SETTLE_NOW_TAKEOVER_MS);
       const mine = run.endAt >= now;
       if (step.finished && mine) return { done: true, progressed: true, batches: step.batches, failed: step.failed };
       return { done: false, progressed: step.progressed || step.finished, batches: mine ? readBatches(sql, currentRun(sql)?.touched ?? []) : [], failed: step.failed };
@@ -289,11 +292,12 @@ export class MerchantSettlement extends DurableObject<Env> {
    * of a failing shard, then the next cutoff while shards are indexed, else the oldest batch's end of
    * retention, else none.
    */
-  async #arm(now: Date, retentionDays = 548): Promise<void> {
+  async #arm(now: Date, retentionDays = 548, delayMs = 0): Promise<void> {
     const sql = this.ctx.storage.sql;
     if (currentRun(sql)) {
       const { remaining, waiting, nextRetry } = runRemainder(sql);
-      const at = remaining > waiting || nextRetry === null ? now.getTime() : Math.max(now.getTime(), Date.parse(nextRetry));
+      const soonest = now.getTime() + delayMs;
+      const at = remaining > waiting || nextRetry === null ? soonest : Math.max(soonest, Date.parse(nextRetry));
       await this.ctx.storage.setAlarm(at);
       return;
     }

@@ -183,6 +183,7 @@ export async function runLargest(ctx) {
 
     // 2. An API day shard of a million transactions, on a day a month ahead (its alarms stay away).
     const count = settings.largestApi ?? 1_000_000;
+    if (count > 0) {
     const merchant = await callJson(pctx, 'POST', '/admin/merchants', { name: 'Largest API Day Merchant' }, { auth: server.adminToken });
     if (merchant.status !== 201) throw new Error(`admin: ${merchant.status} ${JSON.stringify(merchant.body)}`);
     const { id: merchantId, secret_key: key } = merchant.body.data;
@@ -207,6 +208,7 @@ export async function runLargest(ctx) {
     facts.api.hashes = phases.at(-1).detail.reduce((sum, s) => sum + (s.answer?.hashesCleared ?? 0), 0);
     phases.push(await phase(pctx, meter, `API day shard of ${count.toLocaleString('en-US')}: archive`, () => post(pctx, '/__bench/largest/retention-step', { shard: identity.name, now: identity.archiveAt }), (a) => !a.more));
     facts.api.archived = phases.at(-1).detail.at(-1).answer;
+    }
   } finally {
     meter.close();
     await server.stop();

@@ -30,7 +30,7 @@ export interface RetentionBudget {
   archiveRecords?: number;
 }
 const HASH_ROWS_PER_STEP = 50_000;
-const ARCHIVE_RECORDS_PER_STEP = 100_000;
+const ARCHIVE_RECORDS_PER_STEP = 50_000;
 /** Page rows read per query while archiving (a batch page holds up to 500 records, an API page one). */
 const ARCHIVE_PAGES_PER_READ = 64;
 /** Lines handed to the gzip stream at a time: what the step holds in memory besides one R2 part. */
