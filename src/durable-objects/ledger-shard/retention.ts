@@ -148,6 +148,8 @@ async function more(shard: ShardContext, outcome: RetentionOutcome, now: string)
  */
 function archiveReader(sql: SqlStorage, merchantId: string, at: ArchiveCursor, limit: number): () => Promise<string[] | null> {
   let written = 0;
+  let pagesRead = 0;
+  let recordsRead = 0;
   return async () => {
     while (written < limit && at.section !== 'done') {
       if (at.section === 'claims') {
@@ -159,11 +161,14 @@ function archiveReader(sql: SqlStorage, merchantId: string, at: ArchiveCursor, l
         continue;
       }
       if (at.section === 'pages') {
-        // About ARCHIVE_LINES_PER_WRITE lines at a time (four batch pages, or a few hundred API pages).
+        // About ARCHIVE_LINES_PER_WRITE lines at a time: as many pages as that many records take,
+        // judged from the pages read so far (a batch page holds up to 500 records, an API page one).
         const lines: string[] = [];
-        while (lines.length < ARCHIVE_LINES_PER_WRITE && written + lines.length < limit) {
-          // A page holds at least one record: never more pages than records still wanted.
-          const rows = pageBatch(sql, at.page === null ? null : { page: at.page, seq: at.seq }, Math.min(ARCHIVE_PAGES_PER_READ, limit - written - lines.length));
+        const wanted = () => Math.min(ARCHIVE_LINES_PER_WRITE - lines.length, limit - written - lines.length);
+        while (wanted() > 0) {
+          const perPage = pagesRead > 0 ? recordsRead / pagesRead : ARCHIVE_LINES_PER_WRITE;
+          const pages = Math.max(1, Math.min(ARCHIVE_PAGES_PER_READ, Math.floor(wanted() / perPage)));
+          const rows = pageBatch(sql, at.page === null ? null : { page: at.page, seq: at.seq }, pages);
           const last = rows.at(-1);
           if (!last) {
             at.section = 'states';
@@ -171,7 +176,12 @@ function archiveReader(sql: SqlStorage, merchantId: string, at: ArchiveCursor, l
           }
           at.page = last.page;
           at.seq = last.seq;
-          for (const row of rows) for (const packed of await decodePage(row)) lines.push(archiveLine(merchantId, packed));
+          for (const row of rows) {
+            const packedRecords = await decodePage(row);
+            pagesRead += 1;
+            recordsRead += packedRecords.length;
+            for (const packed of packedRecords) lines.push(archiveLine(merchantId, packed));
+          }
         }
         written += lines.length;
         if (lines.length > 0) return lines;
