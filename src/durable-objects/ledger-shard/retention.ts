@@ -34,7 +34,7 @@ const ARCHIVE_RECORDS_PER_STEP = 50_000;
 /** Page rows read per query while archiving (a batch page holds up to 500 records, an API page one). */
 const ARCHIVE_PAGES_PER_READ = 64;
 /** Lines handed to the gzip stream at a time: what the step holds in memory besides one R2 part. */
-const ARCHIVE_LINES_PER_WRITE = 2_000;
+const ARCHIVE_LINES_PER_WRITE = 1_000;
 const ARCHIVE_STATES_PER_READ = 1_000;
 /** Page rows read per query while clearing hashes (an API page row is about 1 KB). */
 const HASH_ROWS_PER_READ = 1_000;

@@ -116,10 +116,32 @@ export function withoutHash(packed: PackedRecord): PackedRecord {
   return ['', ...packed.slice(1)];
 }
 
-/** The archive's line for a packed record: the record's columns and extras as one JSON object, no request hash. */
-export function archiveLine(merchantId: string, packed: PackedRecord): string {
-  const stored = unpackRecord(merchantId, packed);
-  return JSON.stringify({ ...stored.record, batch_id: stored.batchId, line: stored.line, ...stored.extras });
+/**
+ * The archive's fields, in order, and where each is in a packed record: the record's columns, the
+ * batch and line, then the extras (an extra that is also a column keeps the column's place and
+ * the extra's value, as `{ ...record, batch_id, line, ...extras }` would).
+ */
+const ARCHIVE_FIELDS: readonly { prefix: string; at: number; kind: 'value' | 'batch' | 'line' }[] = (() => {
+  const fields = new Map<string, { at: number; kind: 'value' | 'batch' | 'line' }>();
+  RESULT_COLUMNS.forEach((column, i) => fields.set(column, { at: HEAD + i, kind: 'value' }));
+  fields.set('batch_id', { at: 1, kind: 'batch' });
+  fields.set('line', { at: 2, kind: 'line' });
+  EXTRA_COLUMNS.forEach((column, i) => fields.set(column, { at: HEAD + RESULT_COLUMNS.length + i, kind: 'value' }));
+  return [...fields].map(([name, field], i) => ({ prefix: `${i === 0 ? '{' : ','}${JSON.stringify(name)}:`, ...field }));
+})();
+
+/**
+ * The archive's line for a packed record: the record's columns and extras as one JSON object, no
+ * request hash. Written straight from the packed array (a million lines an archive: no object per record).
+ */
+export function archiveLine(_merchantId: string, packed: PackedRecord): string {
+  let line = '';
+  for (const field of ARCHIVE_FIELDS) {
+    const value = packed[field.at];
+    const shown = field.kind === 'batch' ? (typeof value === 'string' ? value : null) : field.kind === 'line' ? (typeof value === 'number' ? value : null) : (value ?? null);
+    line += field.prefix + JSON.stringify(shown);
+  }
+  return `${line}}`;
 }
 
 export type { PackedRecord };
