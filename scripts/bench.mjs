@@ -16,6 +16,7 @@
 //            --scenario "<name>;<name>" (only these scenarios, plus the baseline and the import)
 //            --port P --inspector-port Q (the server's ports; a second server, the cost or largest one, takes P+1 and Q+1)
 //            --largest-rows N --largest-api N (smaller largest workloads, to try the group)
+//            --largest-heap-limit MB (the largest group's isolate may hold at most this much V8 heap)
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -56,6 +57,7 @@ const { values } = parseArgs({
     'inspector-port': { type: 'string' },
     'largest-rows': { type: 'string' },
     'largest-api': { type: 'string' },
+    'largest-heap-limit': { type: 'string' },
   },
 });
 
@@ -90,6 +92,7 @@ const settings = {
   inspectorPort: values['inspector-port'] ? Number(values['inspector-port']) : null,
   largestRows: values['largest-rows'] ? Number(values['largest-rows']) : null,
   largestApi: values['largest-api'] ? Number(values['largest-api']) : null,
+  largestHeapLimit: values['largest-heap-limit'] ? Number(values['largest-heap-limit']) : null,
 };
 if ((settings.port === null) !== (settings.inspectorPort === null)) {
   console.error('--port and --inspector-port go together.');

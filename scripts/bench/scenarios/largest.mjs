@@ -156,6 +156,9 @@ export async function runLargest(ctx) {
     log,
     entry: `${root}scripts/bench/largest-entry.mjs`,
     ...(settings.port ? { port: settings.port + 1, inspectorPort: settings.inspectorPort + 1 } : {}),
+    // --largest-heap-limit N: V8 may hold at most N MB in the isolate (workerd's flags through
+    // Miniflare): a step that needed more live memory would fail, not just show a peak.
+    ...(settings.largestHeapLimit ? { env: { MINIFLARE_WORKERD_V8_FLAGS: `--max-heap-size=${settings.largestHeapLimit}` } } : {}),
   });
   const pctx = { ...ctx, url: server.url, adminToken: server.adminToken, server, data: {} };
   const meter = await StepMeter.open(server.inspectorPort, () => server.workerdPids());
@@ -214,7 +217,7 @@ export async function runLargest(ctx) {
     await server.stop();
   }
   const commit = execSync('git rev-parse --short HEAD', { cwd: root }).toString().trim();
-  const result = { generatedAt: new Date().toISOString(), commit, loadAverage1mAtStart: loadAtStart, loadAverage1mAtEnd: round(loadavg()[0]), limits: LIMITS, goals: GOALS, facts, phases };
+  const result = { generatedAt: new Date().toISOString(), commit, heapLimitMb: settings.largestHeapLimit ?? null, loadAverage1mAtStart: loadAtStart, loadAverage1mAtEnd: round(loadavg()[0]), limits: LIMITS, goals: GOALS, facts, phases };
   const file = join(root, 'bench', 'runs', `${result.generatedAt.slice(0, 16).replace(':', '-')}-largest-${commit}.json`);
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   printLargest(result);
