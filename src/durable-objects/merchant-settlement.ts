@@ -18,34 +18,36 @@ import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
 import type { ShardIdentity } from '../storage/ledger-shard';
 import {
-  addShard,
   batchEntries,
-  currentRun,
   deleteBatchesBefore,
-  failShard,
-  finishRun,
-  finishShard,
-  hasShards,
   initialiseSettlement,
-  lastFinishedRun,
-  listShards,
-  markAnnounced,
   oldestBatchDate,
   readBatches,
-  readRun,
   readSettlementMeta,
   recordPiece,
-  runRemainder,
   searchBatches,
-  shardsToAsk,
-  startRun,
-  unannouncedRuns,
   upgradeSettlement,
   writeCutoff,
   type BatchSearch,
   type SettlementBatch,
-  type SettlementRunRow,
 } from '../storage/settlement';
+import {
+  addShard,
+  currentRun,
+  failShard,
+  finishRun,
+  finishShard,
+  hasShards,
+  lastFinishedRun,
+  listShards,
+  markAnnounced,
+  readRun,
+  runRemainder,
+  shardsToAsk,
+  startRun,
+  unannouncedRuns,
+  type SettlementRunRow,
+} from '../storage/settlement-runs';
 import { HANDOFF_ENTRIES_PER_PIECE } from '../storage/ledger-shard';
 import { settlementBatchId } from '../services/transactions/lifecycle-rules';
 import { announceSettlement } from '../services/settlement/events';
