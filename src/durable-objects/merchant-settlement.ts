@@ -88,6 +88,8 @@ export interface SettlementRun {
   failed: string[];
   /** False: the current run has more to do (its next step is armed). */
   done: boolean;
+  /** The step itself failed (the object's storage): nothing of it was recorded; the alarm tries again. */
+  error?: string;
 }
 
 /** What one step of "settle now" answers. */
@@ -98,6 +100,7 @@ export interface SettleNowStep {
   /** The batches the run made or added to so far (all of them once done). */
   batches: SettlementBatch[];
   failed: string[];
+  error?: string;
 }
 
 export class MerchantSettlement extends DurableObject<Env> {
@@ -117,6 +120,22 @@ export class MerchantSettlement extends DurableObject<Env> {
     const next = this.#busy.then(work, work);
     this.#busy = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * A step whose own storage failed answers the failure instead of rejecting (a rejected call would
+   * also be reported as an uncaught exception of the object), and the alarm is set to try again:
+   * what the step did not record stays in the shards' handoff.
+   */
+  async #guarded<T>(work: () => Promise<T>, failed: (error: string) => T): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      const error = err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error';
+      console.log(JSON.stringify({ level: 'error', event: 'settlement_step_failed', error }));
+      await this.ctx.storage.setAlarm(Date.now() + TICK_RETRY_MS).catch(() => undefined);
+      return failed(error);
+    }
   }
 
   /** Indexes a shard (before money awaiting settlement is written there) and arms the cutoff's alarm. */
@@ -147,23 +166,25 @@ export class MerchantSettlement extends DurableObject<Env> {
    * `now` is started and worked.
    */
   async settleNow(merchantId: string, now: string, budget: StepBudget = {}): Promise<SettleNowStep> {
-    return this.#serial(async () => {
-      this.#ensure(merchantId);
-      const sql = this.ctx.storage.sql;
-      const inProgress = currentRun(sql);
-      let run = inProgress ? await this.#closeIfStuck(inProgress, now, now) : null;
-      if (!run) {
-        const last = lastFinishedRun(sql);
-        if (last && last.endAt >= now) return { done: true, progressed: false, batches: readBatches(sql, last.touched), failed: [] };
-        run = startRun(sql, { endAt: now, batchDate: batchDateOf(new Date(now)), settledAt: now }, now);
-      }
-      const step = await this.#step(run, now, budget);
-      // The request drives the next steps: the alarm only takes over if it stops calling.
-      await this.#arm(new Date(now), undefined, SETTLE_NOW_TAKEOVER_MS);
-      const mine = run.endAt >= now;
-      if (step.finished && mine) return { done: true, progressed: true, batches: step.batches, failed: step.failed };
-      return { done: false, progressed: step.progressed || step.finished, batches: mine ? readBatches(sql, currentRun(sql)?.touched ?? []) : [], failed: step.failed };
-    });
+    return this.#serial(() => this.#guarded(() => this.#settleNow(merchantId, now, budget), (error) => ({ done: false, progressed: false, batches: [], failed: [], error })));
+  }
+
+  async #settleNow(merchantId: string, now: string, budget: StepBudget): Promise<SettleNowStep> {
+    this.#ensure(merchantId);
+    const sql = this.ctx.storage.sql;
+    const inProgress = currentRun(sql);
+    let run = inProgress ? await this.#closeIfStuck(inProgress, now, now) : null;
+    if (!run) {
+      const last = lastFinishedRun(sql);
+      if (last && last.endAt >= now) return { done: true, progressed: false, batches: readBatches(sql, last.touched), failed: [] };
+      run = startRun(sql, { endAt: now, batchDate: batchDateOf(new Date(now)), settledAt: now }, now);
+    }
+    const step = await this.#step(run, now, budget);
+    // The request drives the next steps: the alarm only takes over if it stops calling.
+    await this.#arm(new Date(now), undefined, SETTLE_NOW_TAKEOVER_MS);
+    const mine = run.endAt >= now;
+    if (step.finished && mine) return { done: true, progressed: true, batches: step.batches, failed: step.failed };
+    return { done: false, progressed: step.progressed || step.finished, batches: mine ? readBatches(sql, currentRun(sql)?.touched ?? []) : [], failed: step.failed };
   }
 
   /**
@@ -171,24 +192,26 @@ export class MerchantSettlement extends DurableObject<Env> {
    * run started for the last cutoff if none settled up to it yet; retention; the next alarm.
    */
   async runDue(now: string, retentionDays: number, budget: StepBudget = {}): Promise<SettlementRun> {
-    return this.#serial(async () => {
-      const sql = this.ctx.storage.sql;
-      const meta = readSettlementMeta(sql);
-      if (!meta) return { batches: [], failed: [], done: true };
-      upgradeSettlement(sql);
-      const at = new Date(now);
-      await this.#announcePending();
-      const end = lastCutoff(at, meta.cutoff).toISOString();
-      const inProgress = currentRun(sql);
-      let run = inProgress ? await this.#closeIfStuck(inProgress, end, now) : null;
-      if (!run && hasShards(sql) && (lastFinishedRun(sql)?.endAt ?? '') < end) {
-        run = startRun(sql, { endAt: end, batchDate: batchDateOf(new Date(end)), settledAt: now }, now);
-      }
-      const step = run ? await this.#step(run, now, budget) : { batches: [], failed: [], finished: true, progressed: false };
-      deleteBatchesBefore(sql, new Date(at.getTime() - retentionDays * DAY_MS).toISOString().slice(0, 10));
-      await this.#arm(at, retentionDays);
-      return { batches: step.batches, failed: step.failed, done: step.finished };
-    });
+    return this.#serial(() => this.#guarded(() => this.#runDue(now, retentionDays, budget), (error) => ({ batches: [], failed: [], done: false, error })));
+  }
+
+  async #runDue(now: string, retentionDays: number, budget: StepBudget): Promise<SettlementRun> {
+    const sql = this.ctx.storage.sql;
+    const meta = readSettlementMeta(sql);
+    if (!meta) return { batches: [], failed: [], done: true };
+    upgradeSettlement(sql);
+    const at = new Date(now);
+    await this.#announcePending();
+    const end = lastCutoff(at, meta.cutoff).toISOString();
+    const inProgress = currentRun(sql);
+    let run = inProgress ? await this.#closeIfStuck(inProgress, end, now) : null;
+    if (!run && hasShards(sql) && (lastFinishedRun(sql)?.endAt ?? '') < end) {
+      run = startRun(sql, { endAt: end, batchDate: batchDateOf(new Date(end)), settledAt: now }, now);
+    }
+    const step = run ? await this.#step(run, now, budget) : { batches: [], failed: [], finished: true, progressed: false };
+    deleteBatchesBefore(sql, new Date(at.getTime() - retentionDays * DAY_MS).toISOString().slice(0, 10));
+    await this.#arm(at, retentionDays);
+    return { batches: step.batches, failed: step.failed, done: step.finished };
   }
 
   /**
