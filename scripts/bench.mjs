@@ -6,10 +6,17 @@
 //   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost (baseline always runs)
+//   npm run bench -- --only largest        the largest workloads (a 500,000-row file and an API day shard of
+//                                          a million transactions, settled and archived step by step, the
+//                                          CPU and heap of each step against the limits); not in a full run
+//                                          (about an hour): docs/capacity.md cites its runs in bench/runs/
 //   npm run bench -- --quick               shorter runs and smaller files (no 500,000-row file), for development
 //   npm run bench -- --profile             the cost runs' profiles in detail (top functions, every binding call)
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
 //            --scenario "<name>;<name>" (only these scenarios, plus the baseline and the import)
+//            --port P --inspector-port Q (the server's ports; a second server, the cost or largest one, takes P+1 and Q+1)
+//            --largest-rows N --largest-api N (smaller largest workloads, to try the group)
+//            --largest-heap-limit MB (the largest group's isolate may hold at most this much V8 heap)
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -26,11 +33,14 @@ import { runCost } from './bench/scenarios/cost.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios, runLimiterInIsolate } from './bench/scenarios/lookup.mjs';
 import { startServer } from './bench/server.mjs';
+import { runLargest } from './bench/scenarios/largest.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'largest'];
+/** A full run: every group but `largest` (an hour on its own; run it with --only largest). */
+const FULL_GROUPS = GROUPS.filter((g) => g !== 'largest');
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
@@ -43,10 +53,15 @@ const { values } = parseArgs({
     profile: { type: 'boolean', default: false },
     scenario: { type: 'string' },
     rounds: { type: 'string' },
+    port: { type: 'string' },
+    'inspector-port': { type: 'string' },
+    'largest-rows': { type: 'string' },
+    'largest-api': { type: 'string' },
+    'largest-heap-limit': { type: 'string' },
   },
 });
 
-const only = values.only ? values.only.split(',').map((g) => g.trim()).filter(Boolean) : GROUPS;
+const only = values.only ? values.only.split(',').map((g) => g.trim()).filter(Boolean) : FULL_GROUPS;
 for (const group of only) {
   if (!GROUPS.includes(group)) {
     console.error(`Unknown group "${group}" in --only; use some of: ${GROUPS.join(', ')}.`);
@@ -73,7 +88,18 @@ const settings = {
   // Paired healthz/lookup-warm rounds for the headline ratio (the median round is reported).
   rounds: Number(values.rounds ?? (quick ? 1 : 3)),
   groups: new Set(['baseline', ...only]),
+  port: values.port ? Number(values.port) : null,
+  inspectorPort: values['inspector-port'] ? Number(values['inspector-port']) : null,
+  largestRows: values['largest-rows'] ? Number(values['largest-rows']) : null,
+  largestApi: values['largest-api'] ? Number(values['largest-api']) : null,
+  largestHeapLimit: values['largest-heap-limit'] ? Number(values['largest-heap-limit']) : null,
 };
+if ((settings.port === null) !== (settings.inspectorPort === null)) {
+  console.error('--port and --inspector-port go together.');
+  process.exit(2);
+}
+/** The main server's ports when given (a second server takes the next ones). */
+const serverPorts = settings.port ? { port: settings.port, inspectorPort: settings.inspectorPort } : {};
 
 const loadAtStart = Math.round(loadavg()[0] * 100) / 100;
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -83,7 +109,7 @@ const rows = [];
 const ctx = { root, settings, log, rows, data: {} };
 
 log('starting wrangler dev on a fresh local state...');
-let server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
+let server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'], ...serverPorts });
 Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
 const foreignWorkerd = foreignWorkerdCount(server.workerdPids());
 if (foreignWorkerd > 0) log(`note: ${foreignWorkerd} other workerd processes are running on this machine; figures will be noisier`);
@@ -143,7 +169,7 @@ async function replaceServer(reason = 'the server stopped answering') {
   log(`${reason}${events}; starting a fresh server...`);
   replacing = true;
   await server.stop().catch(() => {});
-  server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'] });
+  server = await startServer({ root, logDir: `${root}bench/results`, log, keepState: values['keep-state'], ...serverPorts });
   Object.assign(ctx, { url: server.url, adminToken: server.adminToken, server });
   knownPids = new Set(server.workerdPids());
   replacing = false;
@@ -224,6 +250,17 @@ if ((settings.groups.has('cost') && wanted('cost')) || settings.profile) {
   if (cost.runs.error) failed = true;
 }
 
+// The largest workloads: their own server, after everything else (bench/runs/ keeps the run).
+let largest = null;
+if (settings.groups.has('largest')) {
+  try {
+    largest = await runLargest(ctx);
+  } catch (error) {
+    log(`largest: ${error.stack ?? error.message}`);
+    failed = true;
+  }
+}
+
 // CPU per unit of work: the cost runs', and the warm lookup's with the limiter in the isolate.
 const isolated = rows.find((r) => r.limiterInIsolate && r.cpu);
 const cpu = [
@@ -251,6 +288,7 @@ const results = {
   rows,
   ...(cost ? { cost: { rows: cost.rows, targets: cost.targets }, costRuns: cost.runs } : {}),
   ...(cpu.length > 0 ? { cpu } : {}),
+  ...(largest ? { largest: { ...largest, phases: largest.phases.map((p) => ({ ...p, detail: undefined })) } } : {}),
   ...(runtimeEvents.length > 0 ? { runtimeEvents } : {}),
 };
 printTable(results);

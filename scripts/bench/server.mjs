@@ -76,9 +76,11 @@ export function workerdPids(pid) {
 /**
  * Starts `wrangler dev` on a fresh state. Resolves once GET /healthz answers 200.
  * Returns { url, adminToken, dir, config, persistTo, inspectorPort, pid, workerdPids(), stop() }.
- * `port` / `inspectorPort`: fixed ports (the browser tests'); free ones by default.
+ * `port` / `inspectorPort`: fixed ports (the browser tests'); free ones by default. `env`: more
+ * environment for wrangler (the largest bench passes V8 flags to workerd through Miniflare's
+ * MINIFLARE_WORKERD_V8_FLAGS).
  */
-export async function startServer({ root, logDir, log = console.log, keepState = false, entry, port: fixedPort, inspectorPort: fixedInspectorPort, sampleBins = false }) {
+export async function startServer({ root, logDir, log = console.log, keepState = false, entry, port: fixedPort, inspectorPort: fixedInspectorPort, sampleBins = false, env: extraEnv = {} }) {
   const dir = mkdtempSync(join(tmpdir(), 'binbatch-bench-'));
   const persistTo = join(dir, 'state');
   // `entry`: another Worker entry module (the profile runs' I/O probe); default: wrangler.toml's main.
@@ -106,7 +108,7 @@ export async function startServer({ root, logDir, log = console.log, keepState =
     '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(inspectorPort),
     '--show-interactive-dev-session=false', '--log-level', process.env.BENCH_LOG_LEVEL ?? 'warn',
   ];
-  const child = spawn(process.execPath, args, { cwd: root, env: localEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...localEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   // Two sources into one file: neither may end it (the first to close would, and the other's next
   // line or the exit line below would then be a write after end, which crashed a full run). stop() ends it.
   child.stdout.pipe(out, { end: false });

@@ -36,11 +36,13 @@ admin.patch('/merchants/:id', validate('param', idParamSchema), validate('json',
   return c.json(success({ ...merchant, settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }));
 });
 
-// Settles the merchant's transactions awaiting settlement now, as if its cutoff had passed.
+// Settles the merchant's transactions awaiting settlement now, as if its cutoff had passed: 200 when
+// the run finished, 202 when a ledger shard failed and the merchant's alarm finishes the run.
 admin.post('/merchants/:id/settle', validate('param', idParamSchema), async (c) => {
   const merchantId = c.req.valid('param').id;
   if (!(await findMerchant(c.env.DB, merchantId))) throw new AppError('not_found', 'merchant not found');
-  return c.json(success(await settleMerchantNow(c.env, merchantId, systemClock)));
+  const outcome = await settleMerchantNow(c.env, merchantId, systemClock);
+  return c.json(success(outcome.batches), outcome.finished ? 200 : 202);
 });
 
 admin.post('/merchants/:id/keys', validate('param', idParamSchema), validate('json', keyCreateSchema), async (c) => {

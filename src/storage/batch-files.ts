@@ -24,15 +24,17 @@ export function resultPartKey(batchId: string, chunk: number): string {
 export class R2UploadWriter {
   readonly #bucket: R2Bucket;
   readonly #key: string;
+  readonly #httpMetadata: R2HTTPMetadata | undefined;
   /** Grows by doubling up to one part, so a small file never costs a 5 MiB allocation. */
   #buffer = new Uint8Array(64 * 1024);
   #filled = 0;
   #upload: R2MultipartUpload | null = null;
   #parts: R2UploadedPart[] = [];
 
-  constructor(bucket: R2Bucket, key: string) {
+  constructor(bucket: R2Bucket, key: string, httpMetadata?: R2HTTPMetadata) {
     this.#bucket = bucket;
     this.#key = key;
+    this.#httpMetadata = httpMetadata;
   }
 
   async write(bytes: Uint8Array): Promise<void> {
@@ -50,7 +52,7 @@ export class R2UploadWriter {
   /** Stores what was written; the object exists once this resolves. */
   async finish(): Promise<void> {
     if (this.#upload === null) {
-      await this.#bucket.put(this.#key, this.#buffer.subarray(0, this.#filled));
+      await this.#bucket.put(this.#key, this.#buffer.subarray(0, this.#filled), this.#httpMetadata ? { httpMetadata: this.#httpMetadata } : undefined);
       return;
     }
     if (this.#filled > 0) await this.#flushPart();
@@ -71,7 +73,7 @@ export class R2UploadWriter {
   }
 
   async #flushPart(): Promise<void> {
-    this.#upload ??= await this.#bucket.createMultipartUpload(this.#key);
+    this.#upload ??= await this.#bucket.createMultipartUpload(this.#key, this.#httpMetadata ? { httpMetadata: this.#httpMetadata } : undefined);
     const part = await this.#upload.uploadPart(this.#parts.length + 1, this.#buffer.subarray(0, this.#filled));
     this.#parts.push(part);
     this.#filled = 0;

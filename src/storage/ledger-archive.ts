@@ -1,21 +1,30 @@
 /**
- * R2 layout of ledger archives: `ledger-archive/{merchant id}/{shard}.ndjson.gz`, one gzip file of
- * newline-delimited JSON per shard, one record per line (no card number, no CVC, no request hash).
- * Written once, when the shard passes TRANSACTION_RETENTION_DAYS, then the shard is emptied.
+ * R2 layout of ledger archives: `ledger-archive/{merchant id}/{shard}/{part}.ndjson.gz`, numbered
+ * from 00001, each a gzip file of newline-delimited JSON, one record per line (no card number, no
+ * CVC, no request hash). A shard is archived in bounded steps, one file per step, when it passes
+ * TRANSACTION_RETENTION_DAYS, then emptied; read its files in order (a later line for an id wins:
+ * transactions changed since processed, and refunds, come last).
  */
+import { R2 } from '../lib/platform-limits';
+import { R2UploadWriter, UPLOAD_PART_BYTES } from './batch-files';
 
-/** R2 multipart parts must be at least 5 MiB, except the last. */
-const PART_BYTES = 5 * 1024 * 1024;
+// R2 multipart parts must all be the same size but the last, and at least R2.minPartBytes:
+// R2UploadWriter cuts exactly UPLOAD_PART_BYTES per part.
+if (UPLOAD_PART_BYTES < R2.minPartBytes) throw new Error('archive parts below R2 minimum');
 
+/** Where a shard's archive files are (the shard name starts with the merchant id, so one merchant's archives share a prefix). */
 export function ledgerArchiveKey(shardName: string): string {
-  // The shard name starts with the merchant id (services/transactions/ledger.ts), so one merchant's
-  // archives share a prefix.
-  return `ledger-archive/${shardName}.ndjson.gz`;
+  return `ledger-archive/${shardName}/`;
+}
+
+export function ledgerArchivePartKey(shardName: string, part: number): string {
+  return `${ledgerArchiveKey(shardName)}${String(part).padStart(5, '0')}.ndjson.gz`;
 }
 
 /**
- * Writes the lines `next()` hands out (null: no more) gzip-compressed to `key`, holding at most
- * about one R2 part (5 MiB of compressed bytes) in memory; answers the number of lines written.
+ * Writes the lines `next()` hands out (null: no more) gzip-compressed to `key`, holding at most one
+ * R2 part (5 MiB of compressed bytes) and the lines of one call in memory; answers the number of
+ * lines written. Writing the same key again replaces it.
  */
 export async function writeArchive(bucket: R2Bucket, key: string, next: () => Promise<string[] | null>): Promise<number> {
   const gzip = new CompressionStream('gzip');
@@ -38,42 +47,18 @@ export async function writeArchive(bucket: R2Bucket, key: string, next: () => Pr
   })();
   feeding.catch(() => undefined);
 
+  const upload = new R2UploadWriter(bucket, key, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
   const reader = gzip.readable.getReader();
-  let buffered: Uint8Array[] = [];
-  let size = 0;
-  let upload: R2MultipartUpload | null = null;
-  const parts: R2UploadedPart[] = [];
-  const joined = () => {
-    const out = new Uint8Array(size);
-    let at = 0;
-    for (const piece of buffered) {
-      out.set(piece, at);
-      at += piece.length;
-    }
-    buffered = [];
-    size = 0;
-    return out;
-  };
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      buffered.push(value);
-      size += value.length;
-      if (size >= PART_BYTES) {
-        upload ??= await bucket.createMultipartUpload(key, { httpMetadata: { contentType: 'application/x-ndjson', contentEncoding: 'gzip' } });
-        parts.push(await upload.uploadPart(parts.length + 1, joined()));
-      }
+      await upload.write(value);
     }
     await feeding;
-    if (upload === null) {
-      await bucket.put(key, joined(), { httpMetadata: { contentType: 'application/x-ndjson', contentEncoding: 'gzip' } });
-    } else {
-      if (size > 0) parts.push(await upload.uploadPart(parts.length + 1, joined()));
-      await upload.complete(parts);
-    }
+    await upload.finish();
   } catch (err) {
-    await upload?.abort().catch(() => undefined);
+    await upload.abort().catch(() => undefined);
     throw err;
   }
   return lines;

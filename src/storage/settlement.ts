@@ -3,16 +3,17 @@
  * docs/capacity.md "Settlement"). The object creates and versions them itself (`MIGRATIONS`).
  *
  *   meta     the merchant, its settlement cutoff (UTC "HH:MM")
- *   shards   the index: every ledger shard that may hold money awaiting settlement (registered
- *            before the money is written there; removed when a run leaves none in it)
+ *   shards   the index of ledger shards that may hold money awaiting settlement, and
+ *   runs     settlement runs (settlement-runs.ts)
  *   batches  the merchant's settlement batches, one per processor and day
- *   entries  what each batch holds, per shard, in pieces of up to ENTRIES_PER_ROW transactions
- *            (id, type, amount): the totals are sums of the pieces
+ *   entries  what each batch holds, per shard, one row per handoff piece of the shard (`seq`, at
+ *            most HANDOFF_ENTRIES_PER_PIECE transactions: id, type, amount); the totals are sums of
+ *            the rows. Recording a piece again writes the same row.
  *
  * Retention: a batch and its entries are deleted TRANSACTION_RETENTION_DAYS after its day, like the
  * transactions they list; a shard leaves the index as soon as it holds nothing unsettled.
  */
-import type { SettledEntry, ShardIdentity } from './ledger-shard';
+import type { HandoffPiece } from './ledger-shard';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS meta (
@@ -45,11 +46,24 @@ const MIGRATIONS: readonly string[] = [
      entries TEXT NOT NULL,
      PRIMARY KEY (batch_id, shard, seq)
    ) WITHOUT ROWID;`,
+  // 2. Runs in bounded steps over alarm ticks (docs/transactions.md, "Settlement").
+  `ALTER TABLE shards ADD COLUMN acked_seq INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE shards ADD COLUMN run_done INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE shards ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE shards ADD COLUMN retry_at TEXT;
+   ALTER TABLE shards ADD COLUMN last_error TEXT;
+   CREATE TABLE IF NOT EXISTS runs (
+     id INTEGER PRIMARY KEY,
+     end_at TEXT NOT NULL,
+     batch_date TEXT NOT NULL,
+     settled_at TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     finished_at TEXT,
+     announced INTEGER NOT NULL DEFAULT 0,
+     touched TEXT NOT NULL DEFAULT '[]'
+   );`,
 ];
 export const SETTLEMENT_SCHEMA_VERSION = MIGRATIONS.length;
-
-/** Keeps a row well under Durable Object SQLite's 2 MB (an entry is about 80 bytes of JSON). */
-const ENTRIES_PER_ROW = 5_000;
 
 /** Types whose money goes back to the cardholder: a settlement batch's amount_credit. */
 const CREDIT_TYPES: ReadonlySet<string> = new Set(['refund', 'credit']);
@@ -58,9 +72,20 @@ export function hasSettlementTables(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
 }
 
-export function initialiseSettlement(sql: SqlStorage, merchantId: string, cutoff: string): void {
-  const version = hasSettlementTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
+function settlementVersion(sql: SqlStorage): number {
+  return hasSettlementTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
+}
+
+/** Applies the steps an object made by an older version lacks. */
+export function upgradeSettlement(sql: SqlStorage): void {
+  const version = settlementVersion(sql);
+  if (version === 0 || version >= SETTLEMENT_SCHEMA_VERSION) return;
   for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  sql.exec('UPDATE meta SET schema_version = ?', SETTLEMENT_SCHEMA_VERSION);
+}
+
+export function initialiseSettlement(sql: SqlStorage, merchantId: string, cutoff: string): void {
+  for (const step of MIGRATIONS.slice(settlementVersion(sql))) sql.exec(step);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, merchant_id, cutoff) VALUES (1, ?, ?, ?)
      ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,
@@ -80,31 +105,6 @@ export function writeCutoff(sql: SqlStorage, cutoff: string): void {
   sql.exec('UPDATE meta SET cutoff = ?', cutoff);
 }
 
-/**
- * Indexes a shard under the shard's registration generation (a shard registers once per stretch of
- * unsettled money, not per write: durable-objects/ledger-shard.ts). A later generation replaces an
- * earlier one, so a removal meant for the earlier one (`removeShard`) leaves it alone.
- */
-export function addShard(sql: SqlStorage, shard: ShardIdentity, generation: number, at: string): void {
-  sql.exec(
-    `INSERT INTO shards (name, identity, generation, registered_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT (name) DO UPDATE SET generation = MAX(generation, excluded.generation), registered_at = excluded.registered_at`,
-    shard.name,
-    JSON.stringify(shard),
-    generation,
-    at,
-  );
-}
-
-export function listShards(sql: SqlStorage): ShardIdentity[] {
-  if (!hasSettlementTables(sql)) return [];
-  return sql.exec<{ identity: string }>('SELECT identity FROM shards ORDER BY name').toArray().map((row) => JSON.parse(row.identity) as ShardIdentity);
-}
-
-/** Removes a shard from the index, unless it registered again since (a later generation). */
-export function removeShard(sql: SqlStorage, name: string, generation: number): void {
-  sql.exec('DELETE FROM shards WHERE name = ? AND generation <= ?', name, generation);
-}
 
 /** A settlement batch as the API answers it (FluidPay's fields). */
 export interface SettlementBatch {
@@ -120,44 +120,62 @@ export interface SettlementBatch {
 }
 
 /**
- * Replaces what `shard` put in batch `batchId` with `entries` (all of them, as the shard answers:
- * a repeated run writes the same rows). Answers whether the batch's count changed.
+ * Records a handoff piece of `shard` in its day's batches (one per processor), grouped in one pass,
+ * and the piece as the last recorded from the shard, in the caller's transaction; answers the batch
+ * ids written. The rows are keyed by the piece's number: recording it again writes the same rows.
  */
-export function replaceEntries(
+export function recordPiece(
   sql: SqlStorage,
-  batch: { id: string; batchDate: string; processorId: string },
   shard: string,
-  entries: readonly SettledEntry[],
-  at: string,
-): boolean {
-  const before = sql.exec<{ n: number }>('SELECT COALESCE(SUM(num), 0) AS n FROM entries WHERE batch_id = ? AND shard = ?', batch.id, shard).one().n;
-  if (before === entries.length) return false;
-  sql.exec(
-    `INSERT INTO batches (id, batch_date, processor_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`,
-    batch.id,
-    batch.batchDate,
-    batch.processorId,
-    at,
-    at,
-  );
-  sql.exec('DELETE FROM entries WHERE batch_id = ? AND shard = ?', batch.id, shard);
-  for (let i = 0; i < entries.length; i += ENTRIES_PER_ROW) {
-    const piece = entries.slice(i, i + ENTRIES_PER_ROW);
-    const captured = piece.filter((e) => !CREDIT_TYPES.has(e.type)).reduce((sum, e) => sum + e.amount, 0);
-    const credit = piece.filter((e) => CREDIT_TYPES.has(e.type)).reduce((sum, e) => sum + e.amount, 0);
+  piece: HandoffPiece,
+  run: { id: number; at: string; batchIdOf: (processorId: string, batchDate: string) => string },
+): string[] {
+  const { at, id: runId } = run;
+  const byBatch = new Map<string, { processorId: string; num: number; captured: number; credit: number; entries: [string, string, number][] }>();
+  for (const entry of piece.entries) {
+    const id = run.batchIdOf(entry.processor_id, piece.batchDate);
+    let group = byBatch.get(id);
+    if (!group) {
+      group = { processorId: entry.processor_id, num: 0, captured: 0, credit: 0, entries: [] };
+      byBatch.set(id, group);
+    }
+    group.num++;
+    if (CREDIT_TYPES.has(entry.type)) group.credit += entry.amount;
+    else group.captured += entry.amount;
+    group.entries.push([entry.id, entry.type, entry.amount]);
+  }
+  for (const [id, group] of byBatch) {
     sql.exec(
-      'INSERT INTO entries (batch_id, shard, seq, num, captured, credit, entries) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      batch.id,
+      `INSERT INTO batches (id, batch_date, processor_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`,
+      id,
+      piece.batchDate,
+      group.processorId,
+      at,
+      at,
+    );
+    sql.exec(
+      'INSERT OR REPLACE INTO entries (batch_id, shard, seq, num, captured, credit, entries) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      id,
       shard,
-      i / ENTRIES_PER_ROW,
-      piece.length,
-      captured,
-      credit,
-      JSON.stringify(piece.map((e) => [e.id, e.type, e.amount])),
+      piece.seq,
+      group.num,
+      group.captured,
+      group.credit,
+      JSON.stringify(group.entries),
     );
   }
-  return true;
+  sql.exec('UPDATE shards SET acked_seq = MAX(acked_seq, ?) WHERE name = ?', piece.seq, shard);
+  const touched = [...byBatch.keys()];
+  if (touched.length > 0) {
+    // The run's list of batches it made or added to (a handful: processors × days).
+    const run = sql.exec<{ touched: string }>('SELECT touched FROM runs WHERE id = ?', runId).toArray()[0];
+    const list = new Set(run ? (JSON.parse(run.touched) as string[]) : []);
+    const before = list.size;
+    for (const id of touched) list.add(id);
+    if (list.size !== before) sql.exec('UPDATE runs SET touched = ? WHERE id = ?', JSON.stringify([...list]), runId);
+  }
+  return touched;
 }
 
 const BATCH_SELECT = `SELECT b.id, b.batch_date, b.processor_id, b.created_at, b.updated_at,
@@ -211,21 +229,28 @@ export function searchBatches(sql: SqlStorage, search: BatchSearch): { batches: 
   return { batches, total };
 }
 
-/** A page of a batch's transactions, in shard order. */
+/**
+ * A page of a batch's transactions, in shard order. Only the rows that hold the page are read: their
+ * running counts come from the `num` column alone, so a batch of millions of transactions costs the
+ * page's one or two rows of JSON, not all of them (128 MB of isolate memory).
+ */
 export function batchEntries(sql: SqlStorage, batchId: string, limit: number, offset: number): { id: string; type: string; amount: number }[] {
-  const rows = sql.exec<{ num: number; entries: string }>('SELECT num, entries FROM entries WHERE batch_id = ? ORDER BY shard, seq', batchId).toArray();
+  const rows = sql
+    .exec<{ start: number; entries: string }>(
+      `WITH counted AS (SELECT shard, seq, num, SUM(num) OVER (ORDER BY shard, seq) AS upto FROM entries WHERE batch_id = ?1)
+       SELECT c.upto - c.num AS start, e.entries FROM counted c JOIN entries e ON e.batch_id = ?1 AND e.shard = c.shard AND e.seq = c.seq
+       WHERE c.upto > ?2 AND c.upto - c.num < ?2 + ?3 ORDER BY c.shard, c.seq`,
+      batchId,
+      offset,
+      limit,
+    )
+    .toArray();
   const page: { id: string; type: string; amount: number }[] = [];
-  let skip = offset;
   for (const row of rows) {
-    if (skip >= row.num) {
-      skip -= row.num;
-      continue;
-    }
-    for (const [id, type, amount] of (JSON.parse(row.entries) as [string, string, number][]).slice(skip)) {
+    for (const [id, type, amount] of (JSON.parse(row.entries) as [string, string, number][]).slice(Math.max(0, offset - row.start))) {
       if (page.length === limit) return page;
       page.push({ id, type, amount });
     }
-    skip = 0;
   }
   return page;
 }

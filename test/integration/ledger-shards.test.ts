@@ -73,7 +73,7 @@ describe('where a transaction is stored', () => {
     expect(stored).toHaveLength(1000);
     expect(new Set(stored.map((s) => s.record.id)).size).toBe(1000);
     // Two chunks of 500 rows: two page rows, no claim left, one meta row.
-    expect(await shardRowCounts(shard)).toEqual({ meta: 1, claims: 0, pages: 2, states: 0, operations: 0 });
+    expect(await shardRowCounts(shard)).toEqual({ meta: 1, claims: 0, pages: 2, states: 0, operations: 0, handoff: 0 });
 
     // Every id in the result file answers its record.
     const rows = parseResult(await (await call('GET', `/api/filebatch/${id}/download`, { key: shop.secretKey })).text()).rows;
@@ -144,9 +144,11 @@ describe('retention', () => {
     expect(await stub.runRetention(new Date(day + 548 * DAY - 1).toISOString())).toMatchObject({ archived: false });
     expect((await shardEntryList(name)).length).toBe(3);
     const done = await stub.runRetention(archiveAt);
-    expect(done).toMatchObject({ archived: true, lines: 3, key: `ledger-archive/${name}.ndjson.gz` });
+    expect(done).toMatchObject({ archived: true, lines: 3, key: `ledger-archive/${name}/` });
 
-    const object = await env.FILES.get(`ledger-archive/${name}.ndjson.gz`);
+    // A small shard is one archive file.
+    expect((await env.FILES.list({ prefix: `ledger-archive/${name}/` })).objects.map((o) => o.key)).toEqual([`ledger-archive/${name}/00001.ndjson.gz`]);
+    const object = await env.FILES.get(`ledger-archive/${name}/00001.ndjson.gz`);
     if (!object) throw new Error('no archive');
     const text = await new Response(object.body.pipeThrough(new DecompressionStream('gzip'))).text();
     const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -165,13 +167,13 @@ describe('retention', () => {
     expect(await getTransaction(env, shop.id, ids[0] ?? '', () => new Date(archiveAt))).toEqual({
       ok: false,
       reason: 'archived',
-      archive: `ledger-archive/${name}.ndjson.gz`,
+      archive: `ledger-archive/${name}/`,
     });
     // Over HTTP: 410 for an id whose day is past retention.
     const old = await apiTransactionId(shop.id, 'long-ago', dayOf(Date.now() - 549 * DAY));
     const gone = await call('GET', `/api/transaction/${old}`, { key: shop.secretKey });
     expect(gone.status).toBe(410);
-    expect((await gone.json<Envelope>()).msg).toBe(`transaction archived: ledger-archive/${apiShardName(shop.id, dayOf(Date.now() - 549 * DAY))}.ndjson.gz`);
+    expect((await gone.json<Envelope>()).msg).toBe(`transaction archived: ledger-archive/${apiShardName(shop.id, dayOf(Date.now() - 549 * DAY))}/`);
   });
 
   it("a batch's Durable Object is deleted with its results; its record and its ledger shard stay", async () => {

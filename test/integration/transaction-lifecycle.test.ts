@@ -273,9 +273,9 @@ describe('a shard written by the version before the lifecycle', () => {
     // Back to schema version 1 (no states, operations, page settlement columns).
     await runInDurableObject(stub, (_instance, state) => {
       const sql = state.storage.sql;
-      sql.exec('DROP TABLE states; DROP TABLE operations; DROP INDEX pages_unsettled');
+      sql.exec('DROP TABLE states; DROP TABLE operations; DROP INDEX pages_unsettled; DROP TABLE handoff');
       for (const column of ['at', 'unsettled', 'settled_on', 'settled_at']) sql.exec(`ALTER TABLE pages DROP COLUMN ${column}`);
-      for (const column of ['indexed', 'index_generation']) sql.exec(`ALTER TABLE meta DROP COLUMN ${column}`);
+      for (const column of ['indexed', 'index_generation', 'handoff_seq', 'settle_cursor', 'retention_cursor']) sql.exec(`ALTER TABLE meta DROP COLUMN ${column}`);
       sql.exec('UPDATE meta SET schema_version = 1');
     });
     const response = await operate(String(auth.id), 'capture', { amount: 100 });

@@ -56,10 +56,17 @@ export function registerAdmin(registry: Registry): void {
     summary: "Settle the merchant's transactions awaiting settlement now, as if its cutoff had passed",
     description:
       'Every pending_settlement transaction (captured before now) settles into its processor\'s settlement batch of today. ' +
-      'Answers the batches made or added to by this run; an empty list when nothing was awaiting settlement. Running it again settles nothing twice.',
+      'The request drives the run in bounded steps (docs/transactions.md, "Settlement") and answers the batches made or added to by this run; ' +
+      'an empty list when nothing was awaiting settlement. Running it again settles nothing twice. ' +
+      'When a ledger shard of the merchant cannot be settled now, the run goes on without it and the answer is 202: ' +
+      'the batches so far; the merchant\'s settlement alarm retries that shard with backoff and finishes the run, losing nothing.',
     security,
     request: { params: idParamSchema },
-    responses: { 200: ok('The settlement batches this run made or added to.', settleResponseSchema), ...errors([400, 401, 404]) },
+    responses: {
+      200: ok('The run finished: the settlement batches it made or added to.', settleResponseSchema),
+      202: ok("The run goes on by the merchant's alarm (a ledger shard failed and is retried): the batches made or added to so far.", settleResponseSchema),
+      ...errors([400, 401, 404]),
+    },
   });
   registry.registerPath({
     method: 'post',

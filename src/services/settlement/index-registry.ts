@@ -1,7 +1,7 @@
 /**
  * The settlement index (durable-objects/merchant-settlement.ts): the ledger shards of a merchant
  * that may hold money awaiting settlement. A shard registers itself before such money is written in
- * it (durable-objects/ledger-shard.ts), so a settlement run asks only those shards, never every
+ * it (durable-objects/ledger-shard/settlement.ts), so a settlement run asks only those shards, never every
  * shard the merchant ever had.
  */
 import type { Env } from '../../env';

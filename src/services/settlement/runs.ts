@@ -3,22 +3,39 @@
  * batches, read one with its transactions, and its cutoff (docs/transactions.md, "Settlement").
  */
 import type { Env } from '../../env';
+import { HALF, WORKERS } from '../../lib/platform-limits';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { BatchSearch, SettlementBatch } from '../../storage/settlement';
-import { announceSettlement } from './events';
 import { settlementObject } from './index-registry';
 
 /**
- * Settles every transaction of the merchant awaiting settlement as if its cutoff had passed now
- * (POST /admin/merchants/{id}/settle); answers the batches made or added to (none: nothing was due).
- * A shard that could not be settled is asked again by the next run; it is an error here.
+ * Steps one "settle now" request drives (each one call to the settlement object, a subrequest of
+ * the request, and a bounded invocation of the object): half of the subrequests planned for one
+ * invocation. A step records up to 100,000 entries, so this is far beyond a merchant's busiest day.
  */
-export async function settleMerchantNow(env: Env, merchantId: string, clock: Clock): Promise<SettlementBatch[]> {
+const STEPS_PER_REQUEST = WORKERS.subrequestsPlanned * HALF;
+
+/** What settle now did: the run finished (all its batches), or it goes on by the merchant's alarm. */
+export type SettleNowOutcome = { finished: true; batches: SettlementBatch[] } | { finished: false; batches: SettlementBatch[]; failed: number };
+
+/**
+ * Settles every transaction of the merchant awaiting settlement as if its cutoff had passed now
+ * (POST /admin/merchants/{id}/settle), step by step (each its own call to the settlement object, so
+ * each is bounded however big the run), and answers the batches made or added to (none: nothing was
+ * due). When a ledger shard fails, the run goes on without it by the merchant's alarm, which retries
+ * it: the answer then says the run is not finished, with the batches so far.
+ */
+export async function settleMerchantNow(env: Env, merchantId: string, clock: Clock): Promise<SettleNowOutcome> {
   const now = isoTimestamp(clock());
-  const run = await settlementObject(env, merchantId).settle(merchantId, now, now);
-  if (run.batches.length > 0) await announceSettlement(env, merchantId, run.batches, clock);
-  if (run.failed.length > 0) throw new Error(`settlement: ${run.failed.length} ledger shard(s) could not be settled; run it again`);
-  return run.batches;
+  const object = settlementObject(env, merchantId);
+  let last = { batches: [] as SettlementBatch[], failed: 0 };
+  for (let step = 0; step < STEPS_PER_REQUEST; step++) {
+    const answer = await object.settleNow(merchantId, now);
+    if (answer.done) return { finished: true, batches: answer.batches };
+    last = { batches: answer.batches, failed: answer.failed.length };
+    if (!answer.progressed) break;
+  }
+  return { finished: false, ...last };
 }
 
 export async function searchSettlementBatches(env: Env, merchantId: string, search: BatchSearch) {

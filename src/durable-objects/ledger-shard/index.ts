@@ -1,0 +1,147 @@
+/**
+ * A ledger shard: one merchant's transactions for one period, in the object's own SQLite
+ * (`env.LEDGER_SHARD.getByName(ledgerShardName(...))`, services/transactions/ledger.ts). Two kinds:
+ * a batch's rows (one shard per batch file, so at most BATCH_MAX_ROWS records) and a merchant's
+ * API transactions of one UTC day. Nothing here grows with the number of merchants or with time.
+ *
+ * This class is the object's RPC surface; each concern lives beside it: open claims
+ * (`open-claims.ts`), captures, voids and refunds (`operations.ts`), settlement (`settlement.ts`),
+ * retention (`retention.ts`), and reading records (`reading.ts`).
+ *
+ * Writes: a chunk costs one claim row, one page row and the claim's delete, whatever its size; an
+ * API transaction a claim, its page and the delete. Retention is the object's own alarm: an API
+ * shard drops its request hashes once the idempotency window of its last transaction is over, and
+ * every shard is archived to R2 and emptied (`deleteAll`) TRANSACTION_RETENTION_DAYS after its
+ * period began.
+ */
+import { DurableObject } from 'cloudflare:workers';
+import type { Env } from '../../env';
+import {
+  initialiseShard,
+  readMeta,
+  upgradeShardTables,
+  type ClaimAnswer,
+  type ClaimRequest,
+  type OperationBegin,
+  type OperationCompletion,
+  type OperationRequest,
+  type RetentionOutcome,
+  type SettleAnswer,
+  type SettleRequest,
+  type ShardFailure,
+  type ShardIdentity,
+  type ShardQuery,
+  type StoredTransaction,
+} from '../../storage/ledger-shard';
+import { OpenClaims } from './open-claims';
+import { beginOperation, completeOperation, releaseOperation } from './operations';
+import { findRecords, type ShardContext } from './reading';
+import { runRetention, type RetentionBudget } from './retention';
+import { ensureIndexed, settleShard } from './settlement';
+
+export { refundTransactionId } from './operations';
+
+/**
+ * A write the shard could not make (its storage failed) is answered, not thrown, so the caller
+ * (which retries the chunk or answers 500) sees it once, and the object does not also report it as
+ * an uncaught exception of its own, as a rejected RPC would.
+ */
+async function answerOrFailure<T>(work: () => Promise<T>): Promise<T | ShardFailure> {
+  try {
+    return await work();
+  } catch (err) {
+    return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
+  }
+}
+
+export class LedgerShard extends DurableObject<Env> {
+  readonly #shard: ShardContext = { storage: this.ctx.storage, sql: this.ctx.storage.sql };
+  readonly #claims = new OpenClaims(this.#shard);
+
+  /** Creates the tables and arms the retention alarm on the first write; later calls keep the first identity. */
+  async #ensure(shard: ShardIdentity): Promise<void> {
+    this.#upgrade();
+    if (readMeta(this.ctx.storage.sql)) return;
+    const meta = initialiseShard(this.ctx.storage.sql, shard);
+    await this.ctx.storage.setAlarm(Date.parse(meta.hashesClearAt ?? meta.archiveAt));
+  }
+
+  /**
+   * A shard made by an older version gets the tables it lacks before anything reads them (checked on
+   * every call: two one-row reads, and no state in memory that could disagree with SQLite).
+   */
+  #upgrade(): void {
+    upgradeShardTables(this.ctx.storage.sql);
+  }
+
+  #indexed(shard: ShardIdentity): (now: string) => Promise<void> {
+    return (now) => ensureIndexed(this.#shard, this.env, shard, now);
+  }
+
+  /**
+   * The records and open claims under `query.keys` (claims have record status `processing`), and the
+   * records with `query.ids`; as processed, or with `query.current` as they are now.
+   */
+  async find(shard: ShardIdentity, query: ShardQuery): Promise<StoredTransaction[]> {
+    this.#upgrade();
+    return findRecords(this.ctx.storage.sql, shard, query, (key) => this.#claims.get(shard.merchantId, key));
+  }
+
+  /** Claims a capture, void or refund of one transaction (operations.ts). */
+  async beginOperation(shard: ShardIdentity, request: OperationRequest): Promise<OperationBegin | ShardFailure> {
+    return answerOrFailure(() => beginOperation(this.#shard, shard, request, () => this.#ensure(shard)));
+  }
+
+  /** Applies a claimed operation's processor answer (operations.ts). */
+  async completeOperation(shard: ShardIdentity, completion: OperationCompletion): Promise<{ answer: string } | ShardFailure> {
+    return answerOrFailure(() => completeOperation(this.#shard, shard, completion, this.#indexed(shard)));
+  }
+
+  /** Drops a claimed operation its processor never received (the key may be sent again). */
+  async releaseOperation(shard: ShardIdentity, key: string): Promise<true | ShardFailure> {
+    return answerOrFailure(async () => releaseOperation(this.#shard, key));
+  }
+
+  /** Settles the shard's money captured before `request.before` (settlement.ts). */
+  async settle(shard: ShardIdentity, request: SettleRequest): Promise<SettleAnswer | ShardFailure> {
+    return answerOrFailure(() => settleShard(this.#shard, shard, request));
+  }
+
+  /**
+   * Claims every entry whose key holds neither a record nor an open claim, in one step (no await
+   * between the check and the write); answers the keys claimed. The rest were taken by another attempt.
+   */
+  async claim(shard: ShardIdentity, requests: readonly ClaimRequest[], createdAt: string): Promise<string[] | ShardFailure> {
+    return answerOrFailure(async () => {
+      await this.#ensure(shard);
+      return this.#claims.claim(shard, requests, createdAt);
+    });
+  }
+
+  /**
+   * Writes the records of claims still open (their page: gzip for a batch chunk, plain JSON for an API
+   * transaction) and closes those claims; answers the keys written.
+   */
+  async complete(shard: ShardIdentity, answers: readonly ClaimAnswer[]): Promise<string[] | ShardFailure> {
+    return answerOrFailure(() => this.#claims.complete(shard, answers, this.#indexed(shard)));
+  }
+
+  /** Drops open claims whose charge never reached the processor (their keys are free again); answers the keys released. */
+  async release(shard: ShardIdentity, keys: readonly string[]): Promise<string[] | ShardFailure> {
+    return answerOrFailure(async () => this.#claims.release(shard, keys));
+  }
+
+  /** Every open claim (a failed batch's partial download settles them first). */
+  async openClaims(shard: ShardIdentity): Promise<StoredTransaction[]> {
+    return this.#claims.list(shard.merchantId);
+  }
+
+  /** One step of the shard's retention at `now` (retention.ts): hashes dropped, then archived and emptied. */
+  async runRetention(now: string, budget?: RetentionBudget): Promise<RetentionOutcome> {
+    return runRetention(this.#shard, this.env.FILES, now, () => this.#claims.reset(), budget);
+  }
+
+  override async alarm(): Promise<void> {
+    await this.runRetention(new Date().toISOString());
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * Captures, voids and refunds in a ledger shard (docs/transactions.md, "Lifecycle"): each claimed
+ * under its key before its processor is asked, then completed with the processor's answer. One
+ * operation at a time per transaction, and every step here is synchronous between its checks and
+ * its writes, so a settlement run (also inside the shard) sees a transaction before or after an
+ * operation, never halfway.
+ */
+import {
+  answerOperation,
+  deleteOperation,
+  findOperation,
+  insertOperation,
+  operationsOf,
+  readMeta,
+  readStates,
+  upgradeShardTables,
+  writeState,
+  type OperationBegin,
+  type OperationCompletion,
+  type OperationRequest,
+  type ShardIdentity,
+} from '../../storage/ledger-shard';
+import type { TransactionRecord } from '../../schemas/transaction-columns';
+import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
+import { currentOf, currentRecord, type ShardContext } from './reading';
+import { withOperationDetails } from '../../services/transactions/operation-details';
+
+/**
+ * Claims a capture, void or refund of one transaction (docs/transactions.md, "Lifecycle"): in one
+ * synchronous step, the key's earlier answer, or the transaction's status and amount checked and
+ * the operation recorded as claimed, before its processor is asked. One operation at a time per
+ * transaction: another one finds it claimed and is told to ask again.
+ */
+export async function beginOperation(
+  shard: ShardContext,
+  identity: ShardIdentity,
+  request: OperationRequest,
+  ensure: () => Promise<void>,
+): Promise<OperationBegin> {
+  await ensure();
+  // Reading a page may await (gzip): done first; the checks and the claim below do not await.
+  const current = await currentRecord(shard.sql, identity, request.transactionId, request.query, request.expiredBefore);
+  const sql = shard.sql;
+  const earlier = findOperation(sql, request.key);
+  if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
+  const state = readStates(sql, identity.merchantId, [request.transactionId]).get(request.transactionId);
+  const now = state ? { ...state, stored: currentOf(state, request.expiredBefore) } : current;
+  if (!now || now.stored.record.status === 'processing') return { outcome: 'not_found' } satisfies OperationBegin;
+  const pending = operationsOf(sql, request.transactionId).find((op) => op.answer === null);
+  if (pending) {
+    return pending.createdAt < request.staleBefore
+      ? ({ outcome: 'abandoned', operation: pending, record: now.stored.record } satisfies OperationBegin)
+      : ({ outcome: 'in_progress', since: pending.createdAt } satisfies OperationBegin);
+  }
+  const check = checkOperation(request.kind, now.stored.record, now.amountRefunded, request.amount);
+  if (!check.ok) return { outcome: 'refused', reason: check.reason, message: check.message } satisfies OperationBegin;
+  const refunds = request.kind === 'refund' ? operationsOf(sql, request.transactionId).filter((op) => op.kind === 'refund').length : 0;
+  const operation = {
+    key: request.key,
+    transactionId: request.transactionId,
+    kind: request.kind,
+    requestHash: request.requestHash,
+    amount: check.amount,
+    refundId: request.kind === 'refund' ? refundTransactionId(request.transactionId, refunds + 1) : null,
+    createdAt: request.now,
+    answer: null,
+  };
+  insertOperation(sql, operation);
+  return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
+}
+
+/**
+ * Applies a claimed operation's processor answer: the transaction's new state, the refund it made,
+ * and the answer kept under the key; answers that answer (JSON). An operation answered already
+ * keeps its first answer.
+ */
+export async function completeOperation(
+  shard: ShardContext,
+  identity: ShardIdentity,
+  completion: OperationCompletion,
+  indexed: (now: string) => Promise<void>,
+): Promise<{ answer: string }> {
+  upgradeShardTables(shard.sql);
+  const sql = shard.sql;
+  const claimed = findOperation(sql, completion.key);
+  if (!claimed) throw new Error('no such operation was claimed');
+  if (claimed.answer !== null) return { answer: claimed.answer };
+  const base = await currentRecord(shard.sql, identity, claimed.transactionId, completion.query, completion.expiredBefore);
+  const again = findOperation(sql, completion.key);
+  if (again?.answer != null) return { answer: again.answer };
+  const state = readStates(sql, identity.merchantId, [claimed.transactionId]).get(claimed.transactionId);
+  const now = state ? { ...state, stored: currentOf(state, completion.expiredBefore) } : base;
+  if (!now) throw new Error('the transaction of a claimed operation is gone');
+  const lifecycle = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
+    now: completion.now,
+    refundId: claimed.refundId,
+    idempotencyKey: completion.idempotencyKey,
+    ipAddress: completion.ipAddress,
+  });
+  // fluidpay (issue 34): FluidPay's capture and refund fields, applied to what is written.
+  const applied = { ...lifecycle, ...withOperationDetails(claimed.kind, lifecycle, completion.details, completion.result.response === 'approved') };
+  const approved = completion.result.response === 'approved';
+  if (approved && claimed.kind !== 'void') {
+    await indexed(completion.now);
+    // Registering awaited: another call may have answered this operation meanwhile.
+    const answeredMeanwhile = findOperation(sql, completion.key);
+    if (answeredMeanwhile?.answer != null) return { answer: answeredMeanwhile.answer };
+  }
+  const answer = JSON.stringify(
+    claimed.kind === 'refund' || approved
+      ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
+      : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` },
+  );
+  shard.storage.transactionSync(() => {
+    if (approved) {
+      writeState(
+        sql,
+        {
+          stored: { ...now.stored, record: applied.original },
+          original: true,
+          amountRefunded: applied.amountRefunded,
+          unsettled: applied.unsettled,
+          capturedAt: applied.original.captured_at === null ? null : String(applied.original.captured_at),
+          settledOn: now.settledOn,
+        },
+        completion.now,
+      );
+    }
+    if (applied.refund) {
+      writeState(
+        sql,
+        {
+          stored: { ...now.stored, record: applied.refund, requestHash: '', batchId: null, line: null },
+          original: false,
+          amountRefunded: 0,
+          unsettled: approved,
+          capturedAt: approved ? completion.now : null,
+          settledOn: null,
+        },
+        completion.now,
+      );
+    }
+    answerOperation(sql, completion.key, answer);
+  });
+  return { answer };
+}
+
+/** Drops a claimed operation its processor never received (the key may be sent again). */
+export function releaseOperation(shard: ShardContext, key: string): true {
+  upgradeShardTables(shard.sql);
+  if (readMeta(shard.sql)) deleteOperation(shard.sql, key);
+  return true;
+}
+
+/** A refund's id: the original's (so it names the same shard) and its number among the original's refunds. */
+export function refundTransactionId(originalId: string, n: number): string {
+  return `txn_r${originalId.slice(4)}x${n}`;
+}
+
+function view(record: TransactionRecord | null, amountRefunded: number): Record<string, unknown> {
+  return { ...record, amount_refunded: amountRefunded };
+}

@@ -1,0 +1,68 @@
+/**
+ * A ledger shard's `handoff` table (storage/ledger-shard/schema.ts): what a settlement run settled in
+ * this shard, kept until the merchant's settlement object has recorded it (docs/transactions.md,
+ * "Settlement"). Each row is one piece of at most a page of entries, numbered from the shard's
+ * counter (`meta.handoff_seq`, never reused), written in the same step that marks its transactions
+ * settled. The settlement object asks for the piece after the last one it recorded, which
+ * acknowledges (deletes) every piece up to it: asked again, the shard answers the same piece, so
+ * nothing settled here can miss its batch, and nothing is counted twice.
+ */
+import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
+
+/** One transaction settled into a batch (what the settlement batch lists). */
+export interface SettledEntry {
+  id: string;
+  type: string;
+  processor_id: string;
+  amount: number;
+}
+
+/** A piece of what one shard settled on `batchDate`, as the settlement object receives it. */
+export interface HandoffPiece {
+  seq: number;
+  batchDate: string;
+  entries: SettledEntry[];
+}
+
+/**
+ * Entries per piece, and so per answer to a settlement object (the RPC limit is 32 MiB): an entry's
+ * JSON is at most about 200 bytes (an id of 45 characters, a processor id of at most 80, a type,
+ * an amount), so 5,000 are at most about 1 MB, half of Durable Object SQLite's 2 MB row
+ * (DURABLE_OBJECTS.rowBytes), and a 32nd of the RPC limit.
+ */
+export const HANDOFF_ENTRIES_PER_PIECE = 5_000;
+const MAX_ENTRY_BYTES = 200;
+if (HANDOFF_ENTRIES_PER_PIECE * MAX_ENTRY_BYTES > DURABLE_OBJECTS.rowBytes * HALF) throw new Error('a handoff piece could pass half a row');
+
+type PackedEntry = [id: string, type: string, processorId: string, amount: number];
+
+/** Acknowledges every piece up to `seq` (the settlement object has recorded them). */
+export function acknowledgeHandoff(sql: SqlStorage, seq: number): void {
+  sql.exec('DELETE FROM handoff WHERE seq <= ?', seq);
+}
+
+/** The first piece after `seq` that is not acknowledged, if any. */
+export function nextHandoff(sql: SqlStorage, seq: number): HandoffPiece | null {
+  const row = sql.exec<{ seq: number; batch_date: string; entries: string }>('SELECT seq, batch_date, entries FROM handoff WHERE seq > ? ORDER BY seq LIMIT 1', seq).toArray()[0];
+  if (!row) return null;
+  const entries = (JSON.parse(row.entries) as PackedEntry[]).map(([id, type, processorId, amount]) => ({ id, type, processor_id: processorId, amount }));
+  return { seq: row.seq, batchDate: row.batch_date, entries };
+}
+
+/** Stores `entries` as pieces of at most `perPiece`, numbered from the shard's counter; answers how many pieces. */
+export function insertHandoff(sql: SqlStorage, batchDate: string, entries: readonly SettledEntry[], perPiece: number): number {
+  let pieces = 0;
+  for (let i = 0; i < entries.length; i += perPiece) {
+    const piece = entries.slice(i, i + perPiece);
+    const seq = sql.exec<{ seq: number }>('UPDATE meta SET handoff_seq = handoff_seq + 1 RETURNING handoff_seq AS seq').one().seq;
+    const packed: PackedEntry[] = piece.map((e) => [e.id, e.type, e.processor_id, e.amount]);
+    sql.exec('INSERT INTO handoff (seq, batch_date, num, entries) VALUES (?, ?, ?, ?)', seq, batchDate, piece.length, JSON.stringify(packed));
+    pieces++;
+  }
+  return pieces;
+}
+
+/** Whether any piece waits for the settlement object. */
+export function holdsHandoff(sql: SqlStorage): boolean {
+  return sql.exec('SELECT 1 FROM handoff LIMIT 1').toArray().length > 0;
+}

@@ -1,0 +1,62 @@
+/** A ledger shard's `states` table (storage/ledger-shard/schema.ts): transactions changed since processed, and refunds. */
+import { hasTables, schemaVersion } from './schema';
+import { packRecord, unpackRecord, type PackedRecord, type StoredTransaction } from './records';
+
+/** A transaction's current record once changed after processing (or a refund, whose only record this is). */
+export interface StateRow {
+  stored: StoredTransaction;
+  /** False for a refund: a transaction this table alone holds. */
+  original: boolean;
+  amountRefunded: number;
+  /** Money awaiting settlement (pending_settlement). */
+  unsettled: boolean;
+  capturedAt: string | null;
+  settledOn: string | null;
+}
+
+export type StateSql = { id: string; original: number; record: string; amount_refunded: number; unsettled: number; captured_at: string | null; settled_on: string | null };
+
+export function stateFromSql(merchantId: string, row: StateSql): StateRow {
+  return {
+    stored: unpackRecord(merchantId, JSON.parse(row.record) as PackedRecord),
+    original: row.original === 1,
+    amountRefunded: row.amount_refunded,
+    unsettled: row.unsettled === 1,
+    capturedAt: row.captured_at,
+    settledOn: row.settled_on,
+  };
+}
+
+export function readStates(sql: SqlStorage, merchantId: string, ids: readonly string[]): Map<string, StateRow> {
+  const found = new Map<string, StateRow>();
+  if (ids.length === 0 || !hasTables(sql)) return found;
+  const rows = sql.exec<StateSql>('SELECT * FROM states WHERE id IN (SELECT value FROM json_each(?))', JSON.stringify(ids)).toArray();
+  for (const row of rows) found.set(row.id, stateFromSql(merchantId, row));
+  return found;
+}
+
+export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string): void {
+  sql.exec(
+    `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
+       captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,
+    String(state.stored.record.id),
+    state.original ? 1 : 0,
+    JSON.stringify(packRecord(state.stored)),
+    state.amountRefunded,
+    state.unsettled ? 1 : 0,
+    state.capturedAt,
+    state.settledOn,
+    updatedAt,
+  );
+}
+
+/** State rows in id order, `limit` at a time after `afterId` (the archive writes them after the pages). */
+export function statesAfter(sql: SqlStorage, merchantId: string, afterId: string | null, limit: number): StateRow[] {
+  if (!hasTables(sql) || schemaVersion(sql) < 2) return [];
+  const rows =
+    afterId === null
+      ? sql.exec<StateSql>('SELECT * FROM states ORDER BY id LIMIT ?', limit).toArray()
+      : sql.exec<StateSql>('SELECT * FROM states WHERE id > ? ORDER BY id LIMIT ?', afterId, limit).toArray();
+  return rows.map((row) => stateFromSql(merchantId, row));
+}
