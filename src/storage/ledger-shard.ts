@@ -15,6 +15,8 @@
  * then the request fields the CSV has no column for. A page holds no card number and no CVC.
  */
 import { RESULT_COLUMNS, type TransactionRecord } from '../schemas/transaction-columns';
+// receipts (issue 32): the outbox's table is a step of the shard's schema.
+import { RECEIPT_OUTBOX_MIGRATION } from './receipt-outbox';
 
 /** A record in this status is a claim: its key is taken and the processor may be being asked. */
 export const CLAIMED_STATUS = 'processing';
@@ -177,6 +179,8 @@ const MIGRATIONS: readonly string[] = [
   // money awaiting settlement, not per write), and the generation of that registration.
   `ALTER TABLE meta ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE meta ADD COLUMN index_generation INTEGER NOT NULL DEFAULT 0;`,
+  // 4. receipts (issue 32): the receipt outbox, written with the records it is for (storage/receipt-outbox.ts).
+  RECEIPT_OUTBOX_MIGRATION,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
