@@ -73,6 +73,12 @@ import {
 import type { TransactionRecord } from '../schemas/transaction-columns';
 import { applyOperation, checkOperation, presentRecord, settle } from '../services/transactions/lifecycle-rules';
 import { settlementObjectName } from '../services/settlement/index-registry';
+// receipts (issue 32): the outbox's hooks and RPC answers live in services/receipts.
+import { operationReceipt, receiptsForRecords } from '../services/receipts/facts';
+import { receiptSenderDeps, runReceiptOutbox, type OutboxRun } from '../services/receipts/outbox';
+import { armReceipts, queueReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, type ReceiptState, type ResendOutcome } from '../services/receipts/shard';
+import type { ReceiptEntry } from '../storage/receipt-outbox';
+import { systemClock } from '../lib/time';
 
 interface OpenClaim {
   claimId: number;
@@ -272,6 +278,8 @@ export class LedgerShard extends DurableObject<Env> {
         const answeredMeanwhile = findOperation(sql, completion.key);
         if (answeredMeanwhile?.answer != null) return { answer: answeredMeanwhile.answer };
       }
+      // receipts (issue 32): an approved refund or void of a transaction with email_receipt sends one, queued with it below.
+      const receipt = approved ? operationReceipt(claimed.kind, now.stored, { refund: applied.refund, amount: claimed.amount, authCode: completion.result.authCode, at: completion.now }) : null;
       const answer = JSON.stringify(
         claimed.kind === 'refund' || approved
           ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
@@ -307,7 +315,9 @@ export class LedgerShard extends DurableObject<Env> {
           );
         }
         answerOperation(sql, completion.key, answer);
+        if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]); // receipts (issue 32)
       });
+      await armReceipts(this.ctx.storage, receipt ? [{ page: null, entries: [receipt] }] : []); // receipts (issue 32)
       return { answer };
     });
   }
@@ -461,13 +471,19 @@ export class LedgerShard extends DurableObject<Env> {
       // if none changed, in one step; otherwise encode again what is still open.
       const unchanged = encoded.every(({ claimId, list }) => list.every((stored) => this.#claims?.get(keyOf(stored))?.claimId === claimId));
       if (!unchanged) continue;
+      // receipts (issue 32): the receipts these records ask for, one outbox row per page, queued with them below.
+      const receipts = encoded.map(({ page, list }) => ({ page, entries: receiptsForRecords(list) }));
       this.ctx.storage.transactionSync(() => {
         for (const { claimId, list, page, rows } of encoded) {
           if (page !== null) insertPageRows(this.ctx.storage.sql, page, rows);
           this.#writeClose(claimId, list.map(keyOf));
         }
+        queueReceipts(this.ctx.storage.sql, receipts); // receipts (issue 32)
       });
-      return this.#forget(byClaim);
+      const armed = armReceipts(this.ctx.storage, receipts); // receipts (issue 32)
+      const done = this.#forget(byClaim);
+      await armed;
+      return done;
     }
   }
 
@@ -580,7 +596,38 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    // receipts (issue 32): the receipts due go first; then the alarm is set for whatever comes next.
+    const receipts = await this.runReceipts();
     await this.runRetention(new Date().toISOString());
+    await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt); // receipts (issue 32)
+  }
+
+  // == receipts (issue 32): the outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========
+
+  /** Sends the receipts due (at `now`: tests pass their own time; the alarm the real one). */
+  async runReceipts(now?: string): Promise<OutboxRun> {
+    this.#upgrade();
+    return runReceiptOutbox(this.ctx.storage, receiptSenderDeps(this.env, now === undefined ? systemClock : () => new Date(now)));
+  }
+
+  /** The receipts of transactions `ids` (their pages as a find names them). */
+  async receiptStates(_shard: ShardIdentity, ids: readonly string[], pages: { exact: readonly string[]; floor: readonly string[] }): Promise<ReceiptState[]> {
+    this.#upgrade();
+    return receiptStatesIn(this.ctx.storage.sql, ids, pages);
+  }
+
+  /** The shard's receipts by state (a batch shard: its batch's). */
+  async receiptCounts(_shard: ShardIdentity): Promise<{ queued: number; sent: number; failed: number }> {
+    this.#upgrade();
+    return receiptCountsIn(this.ctx.storage.sql);
+  }
+
+  /** Queues a receipt sent on request, and arms the alarm with it. */
+  async queueResend(_shard: ShardIdentity, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }): Promise<ResendOutcome> {
+    this.#upgrade();
+    const outcome = queueResendIn(this.ctx.storage.sql, entry, pages);
+    if (outcome.outcome === 'queued') await armReceipts(this.ctx.storage, [{ page: null, entries: [entry] }]);
+    return outcome;
   }
 }
 
