@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { PROCESSOR_TYPES } from './admin';
 import { timestampSchema } from './envelope';
+import { receiptSettingsSchema } from './receipts';
 
 export const merchantSchema = z
   .strictObject({
@@ -15,6 +16,7 @@ export const merchantSchema = z
       description: 'Origins whose pages may frame the hosted tokenizer (docs/tokenizer.md); none by default.',
       example: ['https://shop.example'],
     }),
+    receipt_settings: receiptSettingsSchema,
     created_at: timestampSchema,
     updated_at: timestampSchema,
   })

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { timestampSchema } from './envelope';
+import { receiptStateSchema } from './receipts';
 import { RESULT_COLUMNS, type ResultColumn } from './transaction-columns';
 
 const text = z.string().nullable();
@@ -92,6 +93,11 @@ export const transactionRecordSchema = z
     ...ordered,
     // Not a result CSV column (the CSV keeps SPEC.md's 69): only the JSON record has it.
     amount_refunded: money.meta({ description: 'What was refunded of it so far (refunds: 0).' }),
+    // receipts (issue 32): only GET /api/transaction/{id} reads them (docs/receipts.md).
+    receipts: z
+      .array(receiptStateSchema)
+      .optional()
+      .meta({ description: 'GET /api/transaction/{id} only: the email receipts of this transaction (email_receipt), oldest first, with their state.' }),
   })
   .meta({ id: 'TransactionRecord' });
 
