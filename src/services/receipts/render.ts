@@ -147,7 +147,7 @@ function subjectOf(entry: ReceiptEntry, merchantName: string): string {
 function textPart(entry: ReceiptEntry, merchant: ReceiptMerchant, subject: string): string {
   const { lines, parts } = receiptLines(entry);
   const width = Math.max(...[...lines, ...merchantLines(merchant)].map(([label]) => label.length));
-  const row = ([label, value]: Line, indent = '') => `${indent}${`${label}:`.padEnd(width + 2)}${value}`;
+  const row = ([label, value]: Line, indent = '') => `${indent}${`${label}:`.padEnd(width + 2 - indent.length)}${value}`;
   const out = [subject, '', ...lines.slice(0, 3).map((line) => row(line)), ...parts.map((line) => row(line, '  ')), ...lines.slice(3).map((line) => row(line))];
   out.push('', merchant.name, ...merchantLines(merchant).map((line) => row(line)));
   out.push('', `Receipt ${entry.id}. Keep it for your records; reply to this email to reach ${merchant.name}.`);
@@ -156,7 +156,7 @@ function textPart(entry: ReceiptEntry, merchant: ReceiptMerchant, subject: strin
 
 function htmlPart(entry: ReceiptEntry, merchant: ReceiptMerchant, subject: string): string {
   const { lines, parts } = receiptLines(entry);
-  const cell = 'style="padding:4px 12px 4px 0;vertical-align:top;color:#555"';
+  const cell = 'style="padding:4px 12px 4px 0;vertical-align:top;color:#555;width:11em"';
   const row = ([label, value]: Line, indent = false) =>
     `<tr><th scope="row" align="left" ${cell}>${indent ? '&nbsp;&nbsp;' : ''}${escapeHtml(label)}</th><td style="padding:4px 0">${escapeHtml(value)}</td></tr>`;
   const merchantRows = merchantLines(merchant).map(([label, value]) =>
