@@ -150,13 +150,21 @@ export function updateOutboxRow(sql: SqlStorage, row: OutboxRow, now: string): v
   );
 }
 
-/** Rows with a receipt due at `now`, earliest first, at most `limit` of them. */
-export function dueOutboxRows(sql: SqlStorage, now: string, limit: number): OutboxRow[] {
+/**
+ * The rows with a receipt due at `now`, earliest first, at most `limit`: their ids and how many
+ * receipts each has queued (an upper bound of those due), read from the columns, no entries parsed.
+ */
+export function dueOutboxIds(sql: SqlStorage, now: string, limit: number): { id: number; queued: number }[] {
   if (!hasOutbox(sql)) return [];
   return sql
-    .exec<OutboxSql>('SELECT id, page, entries FROM receipt_outbox WHERE next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?', now, limit)
-    .toArray()
-    .map(rowFromSql);
+    .exec<{ id: number; queued: number }>('SELECT id, queued FROM receipt_outbox WHERE next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?', now, limit)
+    .toArray();
+}
+
+/** One outbox row, its entries parsed; null once gone (the shard was emptied). */
+export function readOutboxRow(sql: SqlStorage, id: number): OutboxRow | null {
+  const row = sql.exec<OutboxSql>('SELECT id, page, entries FROM receipt_outbox WHERE id = ?', id).toArray()[0];
+  return row ? rowFromSql(row) : null;
 }
 
 /** When the next queued receipt is due; null when none is queued. */

@@ -65,8 +65,21 @@ export async function outboxRows(shardName: string): Promise<number[]> {
   );
 }
 
-/** Recipient → the error codes its next sends answer, in order. */
+/** Recipient → the error codes its next sends answer, in order; and how long each send takes. */
 const failures = new Map<string, string[]>();
+let delayMs = 0;
+
+/** One spy on the Email Service call, installed once (again if another file restored every mock). */
+function instrumentSends(): void {
+  if (vi.isMockFunction(emailTransport.send)) return;
+  const send = emailTransport.send;
+  vi.spyOn(emailTransport, 'send').mockImplementation(async (binding, message) => {
+    if (delayMs > 0) await scheduler.wait(delayMs);
+    const next = failures.get(message.to)?.shift();
+    if (next === undefined) return send(binding, message);
+    throw Object.assign(new Error(`${next}: the test asked for this failure`), { code: next });
+  });
+}
 
 /**
  * The next `times` sends to `to` fail as the Email Service's binding fails: an Error with `code`
@@ -74,11 +87,14 @@ const failures = new Map<string, string[]>();
  */
 export function failNextSends(to: string, code: string, times = 1): void {
   failures.set(to, [...(failures.get(to) ?? []), ...Array.from({ length: times }, () => code)]);
-  if (vi.isMockFunction(emailTransport.send)) return;
-  const send = emailTransport.send;
-  vi.spyOn(emailTransport, 'send').mockImplementation((binding, message) => {
-    const next = failures.get(message.to)?.shift();
-    if (next === undefined) return send(binding, message);
-    return Promise.reject(Object.assign(new Error(`${next}: the test asked for this failure`), { code: next }));
-  });
+  instrumentSends();
+}
+
+/** Every send takes `ms` (so that runs overlap) until the answered function is called. */
+export function slowSends(ms: number): () => void {
+  delayMs = ms;
+  instrumentSends();
+  return () => {
+    delayMs = 0;
+  };
 }

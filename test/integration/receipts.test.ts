@@ -8,13 +8,12 @@ import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { authenticateKey } from '../../src/services/merchants';
 import { processTransactions } from '../../src/services/transactions/engine';
-import { emailTransport } from '../../src/services/receipts/outbox';
 import { admin, call, type Envelope, type TestMerchant } from '../helpers/api';
 import { apiShardName } from '../helpers/ledger';
 import { findSecrets } from '../helpers/leak-scan';
 import { ISSUER_DECLINE_CARDS } from '../helpers/sandbox';
 import { captureLogsOfEachTest } from '../helpers/logs';
-import { address, failNextSends, mailTo, outboxRows, receiptMerchant, runReceipts, SETTINGS } from '../helpers/receipts';
+import { address, failNextSends, mailTo, outboxRows, receiptMerchant, runReceipts, SETTINGS, slowSends } from '../helpers/receipts';
 
 type TxRecord = Record<string, unknown> & { id: string; auth_code: string | null };
 type Receipt = { id: string; kind: string; to: string; status: string; attempts: number; queued_at: string; next_attempt_at: string | null; sent_at: string | null; failed_at: string | null; last_error: string | null };
@@ -253,13 +252,9 @@ describe('the outbox', () => {
     const tx = await chargeAt(at, { ...SALE, amount: '1000', email_receipt: 'true', email_address: to });
     const shard = apiShardName(shop.id, '2031-05-06');
     // Each send takes a while, so the runs overlap (a run waiting on the Email Service lets the next request in).
-    const send = emailTransport.send;
-    const slow = vi.spyOn(emailTransport, 'send').mockImplementation(async (binding, message) => {
-      await scheduler.wait(100);
-      return send(binding, message);
-    });
+    const fast = slowSends(100);
     const runs = await Promise.all([runReceipts(shard, at), runReceipts(shard, at), runReceipts(shard, at), runReceipts(shard, at)]);
-    slow.mockRestore();
+    fast();
     expect(runs.map((run) => run.sent).sort()).toEqual([0, 0, 0, 1]);
     expect(await mailTo(to)).toHaveLength(1);
     expect(await receiptsOf(tx.id)).toEqual([expect.objectContaining({ status: 'sent', attempts: 1 })]);

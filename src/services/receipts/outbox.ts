@@ -20,7 +20,7 @@ import { mapWithConcurrency } from '../../lib/concurrency';
 import { HALF, WORKERS } from '../../lib/platform-limits';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import { readMeta } from '../../storage/ledger-shard';
-import { dueOutboxRows, nextOutboxAttempt, updateOutboxRow, type OutboxRow, type ReceiptEntry } from '../../storage/receipt-outbox';
+import { dueOutboxIds, nextOutboxAttempt, readOutboxRow, updateOutboxRow, type OutboxRow, type ReceiptEntry } from '../../storage/receipt-outbox';
 import { returnSendGrant, takeSendGrant } from '../../storage/receipt-quota';
 import { findReceiptMerchant } from '../../storage/receipt-settings';
 import { renderReceipt, type ReceiptMerchant, type ReceiptMessage } from './render';
@@ -32,7 +32,7 @@ import { renderReceipt, type ReceiptMerchant, type ReceiptMessage } from './rend
 export const SENDS_PER_RUN = Math.floor(WORKERS.subrequestsPlanned * HALF) - 10;
 /** Sends in flight at once: the connections one invocation may hold open. */
 export const SEND_CONCURRENCY = WORKERS.simultaneousConnections;
-/** Outbox rows one run reads: a batch chunk's row holds up to BATCH_CHUNK_ROWS receipts. */
+/** Outbox rows one run looks at: a batch chunk's row holds up to BATCH_CHUNK_ROWS receipts. */
 const ROWS_PER_RUN = 20;
 /** The run writes its rows back after this many sends: the most that can go twice if it is cut off. */
 export const RECORD_EVERY = 50;
@@ -190,18 +190,15 @@ async function sendDue(storage: DurableObjectStorage, deps: ReceiptSenderDeps): 
   const result: OutboxRun = { sent: 0, failed: 0, postponed: 0, retrying: 0, nextRunAt: null };
   const meta = readMeta(sql);
   if (!meta) return result;
-  const rows = dueOutboxRows(sql, now, ROWS_PER_RUN);
-  const due: { row: OutboxRow; index: number }[] = [];
-  for (const row of rows) {
-    row.entries.forEach((entry, index) => {
-      if (entry.status === 'queued' && entry.nextAttemptAt !== null && entry.nextAttemptAt <= now && due.length < SENDS_PER_RUN) due.push({ row, index });
-    });
-  }
-  if (due.length === 0) return { ...result, nextRunAt: nextOutboxAttempt(sql) };
+  // The grant is asked before any row's entries are read: when the pace is spent for the minute, a
+  // run costs two D1 calls and a look at the columns, whatever the outbox holds.
+  const candidates = dueOutboxIds(sql, now, ROWS_PER_RUN);
+  const queued = candidates.reduce((sum, row) => sum + row.queued, 0);
+  if (queued === 0) return { ...result, nextRunAt: nextOutboxAttempt(sql) };
 
   let merchant: ReceiptMerchant | null;
   let granted: number;
-  const wanted = Math.min(due.length, deps.maxGrant);
+  const wanted = Math.min(queued, SENDS_PER_RUN, deps.maxGrant);
   try {
     // The shard's name starts with its merchant (services/transactions/ledger.ts, ledgerShardName).
     merchant = await deps.merchant(meta.name.split('/')[0] ?? '');
@@ -210,8 +207,17 @@ async function sendDue(storage: DurableObjectStorage, deps: ReceiptSenderDeps): 
     console.error(JSON.stringify({ level: 'error', event: 'receipts_run_failed', shard: meta.name, error: describe(err) }));
     return { ...result, nextRunAt: isoTimestamp(new Date(started.getTime() + MINUTE_MS)) };
   }
-  const take = due.slice(0, granted);
-  let unused = 0;
+  // The due receipts, row by row until the grant is used: a chunk's row holds hundreds.
+  const take: { row: OutboxRow; index: number }[] = [];
+  for (const candidate of candidates) {
+    if (take.length >= granted) break;
+    const row = readOutboxRow(sql, candidate.id);
+    row?.entries.forEach((entry, index) => {
+      if (entry.status === 'queued' && entry.nextAttemptAt !== null && entry.nextAttemptAt <= now && take.length < granted) take.push({ row, index });
+    });
+  }
+  // Granted more than was due (some queued receipts wait for a later attempt): the rest goes back.
+  let unused = granted - take.length;
   for (let i = 0; i < take.length; i += RECORD_EVERY) {
     const slice = take.slice(i, i + RECORD_EVERY);
     const outcomes = await mapWithConcurrency(slice, SEND_CONCURRENCY, async ({ row, index }): Promise<SendOutcome> => {
@@ -242,7 +248,7 @@ async function sendDue(storage: DurableObjectStorage, deps: ReceiptSenderDeps): 
       for (const row of touched) updateOutboxRow(sql, row, isoTimestamp(at));
     });
   }
-  if (unused > 0) await deps.giveBack(now, unused).catch(() => undefined);
+  if (unused > 0 && merchant) await deps.giveBack(now, unused).catch(() => undefined);
   if (result.failed > 0 || result.retrying > 0 || result.postponed > 0) {
     console.warn(JSON.stringify({ level: 'warn', event: 'receipts_not_sent', shard: meta.name, failed: result.failed, retrying: result.retrying, postponed: result.postponed }));
   }

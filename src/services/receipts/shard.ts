@@ -28,18 +28,39 @@ export function queueReceipts(sql: SqlStorage, groups: readonly ReceiptGroup[]):
 }
 
 /**
+ * The alarm time this object last set for its receipts (in memory: an object started afresh does
+ * not know it, and sets the alarm again).
+ */
+const armedAt = new WeakMap<DurableObjectStorage, number>();
+/** An alarm due this soon (or that has just fired and is running) finds receipts queued now: no second one. */
+const ARM_AHEAD_MS = 60_000;
+const ARM_BEHIND_MS = 10_000;
+
+/**
  * Arms the alarm to run at once when receipts were queued. Call right after the transaction that
  * queued them, before any await, so the alarm is committed with them: a receipt is never left
- * queued with no alarm to send it. The alarm then sets itself for what comes next.
+ * queued with no alarm to send it. The alarm then sets itself for what comes next. When this
+ * object armed one due within the minute (a batch's chunks follow one another, and the pace is
+ * per minute), that one will find them: every chunk of a batch does not wake the sender anew.
  */
 export function armReceipts(storage: DurableObjectStorage, groups: readonly ReceiptGroup[]): Promise<void> {
-  return groups.some((group) => group.entries.length > 0) ? storage.setAlarm(Date.now()) : Promise.resolve();
+  if (!groups.some((group) => group.entries.length > 0)) return Promise.resolve();
+  const now = Date.now();
+  const known = armedAt.get(storage);
+  if (known !== undefined && known >= now - ARM_BEHIND_MS && known <= now + ARM_AHEAD_MS) return Promise.resolve();
+  armedAt.set(storage, now);
+  return storage.setAlarm(now);
 }
 
 /** Sets the shard's alarm for whichever comes first: the outbox's next run, clearing hashes, archiving. */
 export async function rearmShardAlarm(storage: DurableObjectStorage, nextRunAt: string | null): Promise<void> {
   const at = shardAlarmAt(storage, nextRunAt);
-  if (at !== null) await storage.setAlarm(at);
+  if (at === null) {
+    armedAt.delete(storage);
+    return;
+  }
+  armedAt.set(storage, at);
+  await storage.setAlarm(at);
 }
 
 /** A receipt as a transaction's record shows it: its state, without what it says. */
