@@ -22,7 +22,7 @@ function testWranglerConfig(): string {
     .replace(/^directory\s*=\s*"([^"]+)"/m, (_, directory: string) => `directory = ${JSON.stringify(root + directory)}`)
     .replace(/^main\s*=\s*"([^"]+)"/m, (_, main: string) => `main = ${JSON.stringify(root + main)}`)
     // The receipts' Email Service is the recorder below, not the simulator (which writes files).
-    .replace(/^\[\[send_email\]\]\nname = "RECEIPT_EMAIL"\n/m, '');
+    .replace(/^\[\[send_email\]\]\nname = "RECEIPT_EMAIL"\n(#.*\n|allowed_sender_addresses.*\n)*/m, '');
   const dir = new URL('./.wrangler/vitest/', import.meta.url);
   mkdirSync(dir, { recursive: true });
   const path = new URL('wrangler.toml', dir);
