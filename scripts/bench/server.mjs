@@ -78,7 +78,7 @@ export function workerdPids(pid) {
  * Returns { url, adminToken, dir, config, persistTo, inspectorPort, pid, workerdPids(), stop() }.
  * `port` / `inspectorPort`: fixed ports (the browser tests'); free ones by default.
  */
-export async function startServer({ root, logDir, log = console.log, keepState = false, entry, port: fixedPort, inspectorPort: fixedInspectorPort, sampleBins = false }) {
+export async function startServer({ root, logDir, log = console.log, keepState = false, entry, port: fixedPort, inspectorPort: fixedInspectorPort, sampleBins = false, devVars = [] }) {
   const dir = mkdtempSync(join(tmpdir(), 'binbatch-bench-'));
   const persistTo = join(dir, 'state');
   // `entry`: another Worker entry module (the profile runs' I/O probe); default: wrangler.toml's main.
@@ -91,7 +91,9 @@ export async function startServer({ root, logDir, log = console.log, keepState =
     // which halved healthz throughput; the bench measures the service, not that pipe (docs/performance.md).
     // BENCH_DEV_VARS="BATCH_CHUNKS_IN_FLIGHT=5,…" overrides wrangler.toml's vars for one run (comparing settings).
     `ADMIN_TOKEN=${adminToken}\nCARD_DATA_KEY=${randomBytes(32).toString('base64')}\nREQUEST_LOG=errors\n` +
-      (process.env.BENCH_DEV_VARS ?? '').split(',').filter(Boolean).map((pair) => `${pair.trim()}\n`).join(''),
+      (process.env.BENCH_DEV_VARS ?? '').split(',').filter(Boolean).map((pair) => `${pair.trim()}\n`).join('') +
+      // `devVars`: a scenario's own vars (the receipts cost run sends without the production pace).
+      devVars.map((pair) => `${pair}\n`).join(''),
     { mode: 0o600 },
   );
   await seedLocalState({ persistTo, config, sampleBins, log: (line) => log(`  ${line}`) });
