@@ -165,6 +165,20 @@ function applyOutcome(entry: ReceiptEntry, outcome: SendOutcome, at: Date, delay
   }
 }
 
+/**
+ * Sending is paced behind processing: a batch's shard sends its receipts in the pauses of its
+ * batch, not between its chunks. While chunks keep completing (one every few hundred ms while the
+ * batch runs), its runs wait until none has for QUIET_MS; an API day shard, written to all day,
+ * does not wait.
+ */
+export const QUIET_MS = 5_000;
+const lastWrite = new WeakMap<DurableObjectStorage, number>();
+
+/** The shard completed records at `at` (in memory: an object started afresh sends at once). */
+export function noteWrite(storage: DurableObjectStorage, at: number): void {
+  lastWrite.set(storage, at);
+}
+
 /** Runs of one shard never overlap (the alarm, and a test's or a resend's call): each waits for the one before. */
 const running = new WeakMap<DurableObjectStorage, Promise<unknown>>();
 
@@ -195,6 +209,8 @@ async function sendDue(storage: DurableObjectStorage, deps: ReceiptSenderDeps): 
   const candidates = dueOutboxIds(sql, now, ROWS_PER_RUN);
   const queued = candidates.reduce((sum, row) => sum + row.queued, 0);
   if (queued === 0) return { ...result, nextRunAt: nextOutboxAttempt(sql) };
+  const quietFrom = (lastWrite.get(storage) ?? 0) + QUIET_MS;
+  if (meta.name.includes('/batch/') && quietFrom > started.getTime()) return { ...result, nextRunAt: isoTimestamp(new Date(quietFrom)) };
 
   let merchant: ReceiptMerchant | null;
   let granted: number;

@@ -10,7 +10,7 @@
  */
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { insertOutboxRow, outboxCounts, outboxEntriesFor } from '../../storage/receipt-outbox';
-import { shardAlarmAt } from './outbox';
+import { noteWrite, shardAlarmAt } from './outbox';
 
 /** Receipts to queue, by the page of the records they are for (a batch chunk's page, or a transaction id). */
 export interface ReceiptGroup {
@@ -44,8 +44,9 @@ const ARM_BEHIND_MS = 10_000;
  * per minute), that one will find them: every chunk of a batch does not wake the sender anew.
  */
 export function armReceipts(storage: DurableObjectStorage, groups: readonly ReceiptGroup[]): Promise<void> {
-  if (!groups.some((group) => group.entries.length > 0)) return Promise.resolve();
   const now = Date.now();
+  noteWrite(storage, now);
+  if (!groups.some((group) => group.entries.length > 0)) return Promise.resolve();
   const known = armedAt.get(storage);
   if (known !== undefined && known >= now - ARM_BEHIND_MS && known <= now + ARM_AHEAD_MS) return Promise.resolve();
   armedAt.set(storage, now);
