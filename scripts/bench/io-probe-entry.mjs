@@ -288,8 +288,16 @@ function wrapEnv(env) {
   const wrapped = { ...env };
   for (const [name, value] of Object.entries(env)) {
     // The Email Service's send_email binding (receipts): an RPC stub answers every property as a
-    // method, so it is told by its name before the shape tests below mistake it for D1.
-    if (name === 'RECEIPT_EMAIL') wrapped[name] = wrapMethods(value, 'Email', ['send'], { meter: () => (totals.email.messages += 1) });
+    // method (even `apply`), so it is told by its name before the shape tests below mistake it for
+    // D1, and called as `stub.send(…)`, never through Function.prototype.apply.
+    if (name === 'RECEIPT_EMAIL') {
+      wrapped[name] = {
+        send: (message) => {
+          totals.email.messages += 1;
+          return timed('Email send', () => value.send(message));
+        },
+      };
+    }
     else if (looksLike(value, ['prepare', 'batch'])) wrapped[name] = wrapD1(value);
     else if (looksLike(value, ['createMultipartUpload', 'put', 'get'])) wrapped[name] = wrapR2(value);
     else if (looksLike(value, ['getWithMetadata', 'put', 'get'])) wrapped[name] = wrapKv(value, name);

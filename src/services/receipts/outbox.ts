@@ -234,6 +234,7 @@ async function sendDue(storage: DurableObjectStorage, deps: ReceiptSenderDeps): 
   }
   // Granted more than was due (some queued receipts wait for a later attempt): the rest goes back.
   let unused = granted - take.length;
+  let firstError: string | null = null;
   for (let i = 0; i < take.length; i += RECORD_EVERY) {
     const slice = take.slice(i, i + RECORD_EVERY);
     const outcomes = await mapWithConcurrency(slice, SEND_CONCURRENCY, async ({ row, index }): Promise<SendOutcome> => {
@@ -252,6 +253,7 @@ async function sendDue(storage: DurableObjectStorage, deps: ReceiptSenderDeps): 
       const { row, index } = slice[k] as { row: OutboxRow; index: number };
       row.entries[index] = applyOutcome(row.entries[index] as ReceiptEntry, outcome, at, deps.retryDelaysSeconds);
       touched.add(row);
+      if (outcome.kind !== 'sent') firstError ??= outcome.error;
       if (outcome.kind === 'sent') result.sent++;
       else if (outcome.kind === 'failed') result.failed++;
       else if (outcome.kind === 'retry') result.retrying++;
@@ -266,7 +268,9 @@ async function sendDue(storage: DurableObjectStorage, deps: ReceiptSenderDeps): 
   }
   if (unused > 0 && merchant) await deps.giveBack(now, unused).catch(() => undefined);
   if (result.failed > 0 || result.retrying > 0 || result.postponed > 0) {
-    console.warn(JSON.stringify({ level: 'warn', event: 'receipts_not_sent', shard: meta.name, failed: result.failed, retrying: result.retrying, postponed: result.postponed }));
+    // The first error says why (addresses left out: a log line names no customer).
+    const error = (firstError ?? '').replace(/[^\s@<>"']+@[^\s@<>"']+/g, '(an address)');
+    console.warn(JSON.stringify({ level: 'warn', event: 'receipts_not_sent', shard: meta.name, failed: result.failed, retrying: result.retrying, postponed: result.postponed, error }));
   }
   let next = nextOutboxAttempt(sql);
   // Granted less than asked: the service-wide pace is spent for this minute; the rest waits for the next.
