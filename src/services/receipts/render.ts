@@ -70,11 +70,18 @@ function oneLine(value: string): string {
   return value.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ').trim();
 }
 
+/** One formatter per currency: building an Intl.NumberFormat costs more than rendering the rest of a receipt. */
+const formats = new Map<string, { format: Intl.NumberFormat; digits: number }>();
+
 /** Minor units in the currency's own format: 1030 USD → "$10.30". */
 export function formatMoney(minor: number, currency: string): string {
-  const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
-  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
-  return format.format(minor / 10 ** digits);
+  let entry = formats.get(currency);
+  if (!entry) {
+    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+    entry = { format, digits: format.resolvedOptions().maximumFractionDigits ?? 2 };
+    formats.set(currency, entry);
+  }
+  return entry.format.format(minor / 10 ** entry.digits);
 }
 
 /** "2026-11-26 14:03 UTC": the customer's zone is not known, so the zone is said. */
