@@ -509,7 +509,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/transaction/$TX\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",…,\"receipts\":[{\"id\":\"txn_a…:sale\",\"transaction_id\":\"txn_a…\",\"kind\":\"sale\",\"to\":\"ada@example.com\",\"status\":\"sent\",\"attempts\":1,\"queued_at\":\"…\",\"next_attempt_at\":null,\"sent_at\":\"…\",\"failed_at\":null,\"last_error\":null}]}}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/transaction/$TX\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",…,\"receipts\":[{\"id\":\"txn_a…:sale\",\"transaction_id\":\"txn_a…\",\"kind\":\"sale\",\"to\":\"ada@example.com\",\"status\":\"sent\",\"attempts\":1,\"queued_at\":\"…\",\"next_attempt_at\":null,\"sent_at\":\"…\",\"failed_at\":null,\"last_error\":null}],\"amount_refunded\":0}}",
     "page": "docs/receipts",
     "section": "The outbox: nothing lost, sent once"
   },

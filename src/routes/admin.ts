@@ -20,7 +20,7 @@ admin.post('/merchants', validate('json', merchantCreateSchema), async (c) => {
   const settlementCutoff = cutoff === undefined ? DEFAULT_CUTOFF : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
   const receiptSettingsNow = receipts === undefined ? await receiptSettings(c.env.DB, merchant.id) : await setReceiptSettings(c.env.DB, merchant.id, receipts, systemClock);
   return c.json(
-    success({ ...merchant, settlement_cutoff: settlementCutoff, tokenizer_origins: [], receipt_settings: receiptSettingsNow, secret_key: secretKey, public_key: publicKey }),
+    success({ ...merchant, receipt_settings: receiptSettingsNow, settlement_cutoff: settlementCutoff, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }),
     201,
   );
 });
@@ -31,9 +31,9 @@ admin.get('/merchants/:id', validate('param', idParamSchema), async (c) => {
   return c.json(
     success({
       ...merchant,
+      receipt_settings: await receiptSettings(c.env.DB, merchant.id),
       settlement_cutoff: await settlementCutoff(c.env, merchant.id),
       tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id),
-      receipt_settings: await receiptSettings(c.env.DB, merchant.id),
     }),
   );
 });
@@ -45,7 +45,7 @@ admin.patch('/merchants/:id', validate('param', idParamSchema), validate('json',
   const settlementCutoffNow = cutoff === undefined ? await settlementCutoff(c.env, merchant.id) : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
   const receiptSettingsNow = receipts === undefined ? await receiptSettings(c.env.DB, merchant.id) : await setReceiptSettings(c.env.DB, merchant.id, receipts, systemClock);
   return c.json(
-    success({ ...merchant, settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id), receipt_settings: receiptSettingsNow }),
+    success({ ...merchant, receipt_settings: receiptSettingsNow, settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }),
   );
 });
 

@@ -62,7 +62,7 @@ export const transaction = new Hono<AppEnv>()
   if (found.ok) {
     // Its email receipts and their state (docs/receipts.md): not result CSV columns, the JSON record's own.
     const receipts = await transactionReceipts(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
-    return c.json(success({ ...transactionView(found.record, found.amountRefunded), receipts }));
+    return c.json(success({ ...found.record, receipts, amount_refunded: found.amountRefunded }));
   }
   // Past TRANSACTION_RETENTION_DAYS the record is only in the shard's archive (docs/transactions.md, "Retention").
   if (found.reason === 'archived') throw new AppError('gone', `transaction archived: ${found.archive}`);

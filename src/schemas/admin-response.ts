@@ -11,12 +11,12 @@ export const merchantSchema = z
     enhanced_bin_lookup: z.boolean(),
     surcharge_rate_bps: z.int().min(0).max(10_000).meta({ description: '300 = 3.00%' }),
     max_credit_amount: z.int().min(0).meta({ description: 'The largest unreferenced credit, in minor units; 0 refuses them. Default 100000.' }),
+    receipt_settings: receiptSettingsSchema,
     settlement_cutoff: z.string().meta({ description: 'UTC time of day (HH:MM) its day ends: what it captured before then settles. Default 00:00.', example: '00:00' }),
     tokenizer_origins: z.array(z.string()).meta({
       description: 'Origins whose pages may frame the hosted tokenizer (docs/tokenizer.md); none by default.',
       example: ['https://shop.example'],
     }),
-    receipt_settings: receiptSettingsSchema,
     created_at: timestampSchema,
     updated_at: timestampSchema,
   })

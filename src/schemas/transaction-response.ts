@@ -91,13 +91,13 @@ const ordered = Object.fromEntries(RESULT_COLUMNS.map((column) => [column, colum
 export const transactionRecordSchema = z
   .strictObject({
     ...ordered,
-    // Not a result CSV column (the CSV keeps SPEC.md's 69): only the JSON record has it.
-    amount_refunded: money.meta({ description: 'What was refunded of it so far (refunds: 0).' }),
     // receipts (issue 32): only GET /api/transaction/{id} reads them (docs/receipts.md).
     receipts: z
       .array(receiptStateSchema)
       .optional()
       .meta({ description: 'GET /api/transaction/{id} only: the email receipts of this transaction (email_receipt), oldest first, with their state.' }),
+    // Not a result CSV column (the CSV keeps SPEC.md's 69): only the JSON record has it.
+    amount_refunded: money.meta({ description: 'What was refunded of it so far (refunds: 0).' }),
   })
   .meta({ id: 'TransactionRecord' });
 
