@@ -10,7 +10,7 @@
  * part, and never in a header but the subject and the From name, which take the merchant's name
  * with control characters removed (the admin API refuses them already).
  */
-import { EMAIL_SERVICE } from '../../lib/platform-limits';
+import { EMAIL_SERVICE, HALF } from '../../lib/platform-limits';
 import type { ReceiptEntry, ReceiptKind } from '../../storage/receipt-outbox';
 import type { ReceiptSettings } from '../../storage/receipt-settings';
 
@@ -218,8 +218,15 @@ export function renderReceipt(entry: ReceiptEntry, merchant: ReceiptMerchant, fr
     },
   };
   if (merchant.settings.support_email !== null) message.replyTo = merchant.settings.support_email;
-  const bytes = new TextEncoder().encode(message.subject + message.text + message.html).length;
-  // Bounded by the inputs (a description of 100 characters, settings of at most 1,000): a few KB.
-  if (bytes > EMAIL_SERVICE.messageBytes * 0.5) throw new Error(`receipt ${entry.id} is ${bytes} bytes, over half the Email Service's message size`);
+  // Bounded by the inputs (a description of 100 characters, settings of at most 1,000, one
+  // recipient, three headers of ids): a few KB against the Email Service's limits, checked anyway.
+  const encoder = new TextEncoder();
+  const bytes = encoder.encode(message.subject + message.text + message.html).length;
+  if (bytes > EMAIL_SERVICE.messageBytes * HALF) throw new Error(`receipt ${entry.id} is ${bytes} bytes, over half the Email Service's message size`);
+  const headers = Object.entries(message.headers).map(([name, value]) => ({ name, bytes: encoder.encode(value).length }));
+  const headerBytes = headers.reduce((sum, h) => sum + h.name.length + h.bytes + 4, 0);
+  if (headerBytes > EMAIL_SERVICE.customHeaderBytes * HALF || headers.some((h) => h.bytes > EMAIL_SERVICE.headerValueBytes * HALF)) {
+    throw new Error(`receipt ${entry.id} has headers over half the Email Service's limits`);
+  }
   return message;
 }
