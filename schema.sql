@@ -40,6 +40,32 @@ CREATE TABLE IF NOT EXISTS tokenizer_origins (
   PRIMARY KEY (merchant_id, origin)
 ) WITHOUT ROWID;
 
+-- What a merchant's email receipts show besides its name (PATCH /admin/merchants/{id}
+-- receipt_settings; docs/receipts.md): the card networks ask for its city and region, a website or
+-- customer-service contact, and its refund policy. No row: receipts show the name only. The
+-- support_email is the receipts' Reply-To.
+CREATE TABLE IF NOT EXISTS merchant_receipt_settings (
+  merchant_id TEXT PRIMARY KEY REFERENCES merchants(id),
+  city TEXT,
+  region TEXT,
+  country TEXT,
+  website TEXT,
+  support_email TEXT,
+  support_phone TEXT,
+  refund_policy TEXT,
+  updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Receipts sent per UTC minute, across every ledger shard (RECEIPT_SENDS_PER_MINUTE): the pace that
+-- keeps the Email Service account under its daily sending limit (docs/receipts.md, "At the limit").
+-- `granted` is the last grant (set and read by the same statement). Rows older than an hour are
+-- deleted as new ones come: about 60 rows.
+CREATE TABLE IF NOT EXISTS receipt_send_minutes (
+  minute TEXT PRIMARY KEY,
+  sent INTEGER NOT NULL,
+  granted INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
 -- == BIN data (BIN lookup) ===================================================================
 
 -- One row per stored prefix (6 to 11 digits); a lookup takes the longest stored prefix of the

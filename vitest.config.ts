@@ -20,7 +20,9 @@ function testWranglerConfig(): string {
   const root = fileURLToPath(new URL('.', import.meta.url));
   const text = readFileSync(new URL('./wrangler.toml', import.meta.url), 'utf8')
     .replace(/^directory\s*=\s*"([^"]+)"/m, (_, directory: string) => `directory = ${JSON.stringify(root + directory)}`)
-    .replace(/^main\s*=\s*"([^"]+)"/m, (_, main: string) => `main = ${JSON.stringify(root + main)}`);
+    .replace(/^main\s*=\s*"([^"]+)"/m, (_, main: string) => `main = ${JSON.stringify(root + main)}`)
+    // The receipts' Email Service is the recorder below, not the simulator (which writes files).
+    .replace(/^\[\[send_email\]\]\nname = "RECEIPT_EMAIL"\n(#.*\n|allowed_sender_addresses.*\n)*/m, '');
   const dir = new URL('./.wrangler/vitest/', import.meta.url);
   mkdirSync(dir, { recursive: true });
   const path = new URL('wrangler.toml', dir);
@@ -49,6 +51,20 @@ export default defineConfig({
                 // behind the window, so pause, cancel and the window itself show in small tests.
                 BATCH_CHUNKS_IN_FLIGHT: '2',
               },
+              // The Email Service of the tests: a worker that checks and records each receipt, and fails
+              // the sends a test asks it to (test/helpers/mail-recorder.worker.mjs).
+              serviceBindings: {
+                RECEIPT_EMAIL: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
+                MAIL_RECORDER: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
+              },
+              workers: [
+                {
+                  name: 'mail-recorder',
+                  modules: true,
+                  scriptPath: fileURLToPath(new URL('./test/helpers/mail-recorder.worker.mjs', import.meta.url)),
+                  compatibilityDate: '2026-10-01',
+                },
+              ],
               // Flush queue batches quickly so end-to-end tests do not wait on the 1 s batch timeout.
               queueConsumers: {
                 'binbatch-chunks': { maxBatchTimeout: 0.05 },

@@ -61,6 +61,10 @@ export function demoMerchantSql(now = new Date().toISOString()) {
         `INSERT OR IGNORE INTO api_keys (id, merchant_id, type, key_hash, key_prefix, created_at)
          VALUES (${quote(id)}, ${quote(DEMO.merchantId)}, ${quote(type)}, ${quote(sha256(key))}, ${quote(key.slice(0, 8))}, ${quote(now)});`,
     ),
+    // What its email receipts show besides its name (docs/receipts.md); kept if changed since.
+    `INSERT OR IGNORE INTO merchant_receipt_settings (merchant_id, city, region, country, website, support_email, support_phone, refund_policy, updated_at)
+     VALUES (${quote(DEMO.merchantId)}, 'Chicago', 'IL', 'US', 'https://demo-merchant.example', 'support@demo-merchant.example', '+1 312 555 0100',
+       'Returns within 30 days for a full refund to the card used.', ${quote(now)});`,
   ].join('\n');
 }
 

@@ -22,6 +22,7 @@ export const EXAMPLE_PAGES = [
   'docs/vault.md',
   'docs/tokenizer.md',
   'docs/transactions.md',
+  'docs/receipts.md',
   'docs/batch.md',
   'docs/webhooks.md',
   'docs/deploy.md',

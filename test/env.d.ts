@@ -6,3 +6,24 @@ declare namespace Cloudflare {
     TEST_EXAMPLE_PAGES?: string;
   }
 }
+
+/** A message the tests' Email Service accepted (test/helpers/mail-recorder.worker.mjs). */
+interface RecordedMail {
+  from: { email: string; name: string };
+  to: string;
+  replyTo?: string;
+  subject: string;
+  text: string;
+  html: string;
+  headers: Record<string, string>;
+  messageId: string;
+}
+
+declare namespace Cloudflare {
+  interface Env {
+    /** The tests' Email Service: what it accepted. */
+    MAIL_RECORDER: {
+      messages(to?: string): Promise<RecordedMail[]>;
+    };
+  }
+}

@@ -15,6 +15,9 @@ export const COST_ROWS = [
   { key: 'lookupCold', label: '1M cold lookups', unit: 'lookup', floor: { 'workers.requests': 1 }, floorText: '1 Workers request per lookup' },
   { key: 'batch', label: '1M batch rows (100k-row files)', unit: 'row', floor: { 'queues.operations': 3 / 500 }, floorText: 'a 500-row chunk message sent, delivered and acknowledged' },
   { key: 'transaction', label: '1M single transactions', unit: 'transaction', floor: { 'workers.requests': 1, 'do.rowsWritten': 1 }, floorText: '1 Workers request + 1 row written' },
+  // Issue 32: what email receipts add to the batch rows that ask for them (a file with email_receipt
+  // on every row, less the same file without it), per receipt sent.
+  { key: 'receipts', label: '1M email receipts (batch rows)', unit: 'receipt', floor: { 'email.messages': 1 }, floorText: '1 message through the Email Service' },
 ];
 
 /** $ for `quantity` of a priced unit (null price: not priced, $0, listed as such). */
@@ -64,6 +67,7 @@ export function quantitiesPerUnit(run) {
     'do.rowsWritten': per(io.durableObjects?.sqlRowsWritten),
     'do.storage': per(ledgerByteSeconds) / GB / MONTH_S,
     'rateLimiter.calls': per(io.rateLimiterCalls),
+    'email.messages': per(io.email?.messages),
     // Not in the total: what D1 grew by, per month it is kept (the ledger itself is in Durable Objects).
     'd1.storage': per(d1Growth) / GB,
   };
@@ -189,4 +193,22 @@ export function printCost(rows, targets) {
     }
   }
   for (const t of targets) console.log(`${t.met === null ? '  -   ' : t.met ? '  met ' : 'MISSED'}  ${t.target}: ${t.measured}`);
+}
+
+/**
+ * What `on` used beyond `off` (two runs of the same work but for one feature): each count of the
+ * probe's totals subtracted, never below zero. The receipts row is the batch with email_receipt on
+ * every row less the same batch without it.
+ */
+export function ioDifference(on, off) {
+  const minus = (a, b) => {
+    if (typeof a === 'number') return Math.max(0, a - (typeof b === 'number' ? b : 0));
+    if (a && typeof a === 'object' && !Array.isArray(a)) return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, minus(v, b?.[k])]));
+    return a;
+  };
+  const io = minus(on, off);
+  // Growth of D1 is a difference of sizes already: taken from each run, then subtracted.
+  const growth = (run) => (run.d1?.sizeLast != null && run.d1?.sizeFirst != null ? Math.max(0, run.d1.sizeLast - run.d1.sizeFirst) : 0);
+  io.d1 = { ...io.d1, sizeFirst: 0, sizeLast: Math.max(0, growth(on) - growth(off)), byStatement: [] };
+  return io;
 }

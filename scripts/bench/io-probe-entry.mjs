@@ -44,6 +44,7 @@ function emptyTotals() {
     queue: { messagesSent: 0, writeOps: 0, deliveries: 0, readOps: 0, deleteOps: 0, retries: 0 },
     durableObjects: { requests: 0, alarms: 0, busy: new Map(), sqlCursors: [], sqlStatements: 0, alarmRowsWritten: 0, ledgerBytesHeld: 0 },
     limiter: 0,
+    email: { messages: 0 },
   };
 }
 let totals = emptyTotals();
@@ -286,7 +287,18 @@ function wrapEnv(env) {
   if (cached) return cached;
   const wrapped = { ...env };
   for (const [name, value] of Object.entries(env)) {
-    if (looksLike(value, ['prepare', 'batch'])) wrapped[name] = wrapD1(value);
+    // The Email Service's send_email binding (receipts): an RPC stub answers every property as a
+    // method (even `apply`), so it is told by its name before the shape tests below mistake it for
+    // D1, and called as `stub.send(…)`, never through Function.prototype.apply.
+    if (name === 'RECEIPT_EMAIL') {
+      wrapped[name] = {
+        send: (message) => {
+          totals.email.messages += 1;
+          return timed('Email send', () => value.send(message));
+        },
+      };
+    }
+    else if (looksLike(value, ['prepare', 'batch'])) wrapped[name] = wrapD1(value);
     else if (looksLike(value, ['createMultipartUpload', 'put', 'get'])) wrapped[name] = wrapR2(value);
     else if (looksLike(value, ['getWithMetadata', 'put', 'get'])) wrapped[name] = wrapKv(value, name);
     else if (looksLike(value, ['sendBatch', 'send'])) wrapped[name] = wrapQueue(value);
@@ -406,6 +418,18 @@ async function benchRetention(request, env) {
   return Response.json({ archived, forgotten });
 }
 
+/**
+ * POST /__bench/receipts {"batchId": "..."}: the batch's receipts by state, read from its ledger
+ * shard through the unmetered binding (waiting for the sending is not part of what is counted).
+ */
+async function benchReceipts(request, env) {
+  const { batchId } = await request.json();
+  const batch = await env.DB.prepare('SELECT merchant_id, created_at FROM batches WHERE id = ?1').bind(batchId).first();
+  if (!batch) return Response.json({ error: 'no such batch' }, { status: 404 });
+  const shard = shardFor(env, { kind: 'batch', merchantId: batch.merchant_id, batchId }, batch.created_at);
+  return Response.json(await shard.stub.receiptCounts(shard.identity));
+}
+
 /** The path of a request URL, without the cost of a URL object on every request. */
 function pathOf(url) {
   const start = url.indexOf('/', url.indexOf('//') + 2);
@@ -470,6 +494,7 @@ function snapshot() {
       ...(totals.durableObjects.storageUncounted ? { storageUncounted: true } : {}),
     },
     rateLimiterCalls: totals.limiter,
+    email: totals.email,
   };
 }
 
@@ -528,6 +553,7 @@ handler.fetch = (request, env, ctx) => {
   const pathname = pathOf(request.url);
   if (pathname === '/__bench/io') return Response.json(snapshot());
   if (pathname === '/__bench/retention' && request.method === 'POST') return benchRetention(request, env);
+  if (pathname === '/__bench/receipts' && request.method === 'POST') return benchReceipts(request, env);
   if (pathname === '/__bench/io/reset' && request.method === 'POST') {
     totals = emptyTotals();
     return new Response(null, { status: 204 });

@@ -61,6 +61,7 @@ export function tableLines(results) {
       row.unit === 'req/s' ? `${int(row.rps)} req/s`
       : row.unit === 'rows/s' ? `${int(row.rate)} rows/s`
       : row.unit === 'MB/s' ? `${fixed(row.rate)} MB/s`
+      : row.unit === 'receipts/s' ? `${fixed(row.rate)} receipts/s`
       : '';
     const ratio =
       typeof row.ratioToBaseline === 'number'

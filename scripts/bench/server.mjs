@@ -80,7 +80,7 @@ export function workerdPids(pid) {
  * environment for wrangler (the largest bench passes V8 flags to workerd through Miniflare's
  * MINIFLARE_WORKERD_V8_FLAGS).
  */
-export async function startServer({ root, logDir, log = console.log, keepState = false, entry, port: fixedPort, inspectorPort: fixedInspectorPort, sampleBins = false, env: extraEnv = {} }) {
+export async function startServer({ root, logDir, log = console.log, keepState = false, entry, port: fixedPort, inspectorPort: fixedInspectorPort, sampleBins = false, env: extraEnv = {}, devVars = [] }) {
   const dir = mkdtempSync(join(tmpdir(), 'binbatch-bench-'));
   const persistTo = join(dir, 'state');
   // `entry`: another Worker entry module (the profile runs' I/O probe); default: wrangler.toml's main.
@@ -93,7 +93,9 @@ export async function startServer({ root, logDir, log = console.log, keepState =
     // which halved healthz throughput; the bench measures the service, not that pipe (docs/performance.md).
     // BENCH_DEV_VARS="BATCH_CHUNKS_IN_FLIGHT=5,…" overrides wrangler.toml's vars for one run (comparing settings).
     `ADMIN_TOKEN=${adminToken}\nCARD_DATA_KEY=${randomBytes(32).toString('base64')}\nREQUEST_LOG=errors\n` +
-      (process.env.BENCH_DEV_VARS ?? '').split(',').filter(Boolean).map((pair) => `${pair.trim()}\n`).join(''),
+      (process.env.BENCH_DEV_VARS ?? '').split(',').filter(Boolean).map((pair) => `${pair.trim()}\n`).join('') +
+      // `devVars`: a scenario's own vars (the receipts cost run sends without the production pace).
+      devVars.map((pair) => `${pair}\n`).join(''),
     { mode: 0o600 },
   );
   await seedLocalState({ persistTo, config, sampleBins, log: (line) => log(`  ${line}`) });

@@ -106,3 +106,23 @@ export const QUEUES = {
   maxRetries: 100,
   maxDelaySeconds: 24 * 3_600,
 } as const;
+
+/**
+ * Cloudflare Email Service, the `send_email` binding (public beta since 2026-04-16; Workers Paid):
+ * https://developers.cloudflare.com/email-service/platform/limits/ ,
+ * https://developers.cloudflare.com/email-service/reference/headers/ . The daily sending limit is
+ * per account and set by Cloudflare from the account's standing (no fixed number is published):
+ * the service paces itself at RECEIPT_SENDS_PER_MINUTE, which the operator keeps under it
+ * (docs/receipts.md, "At the limit").
+ */
+export const EMAIL_SERVICE = {
+  /** Recipients of one message, to, cc and bcc combined (a receipt has one). */
+  recipientsPerMessage: 50,
+  subjectChars: 998,
+  /** One message, attachments included (25 MiB only to verified addresses). */
+  messageBytes: 5 * MIB,
+  /** All custom headers of one message together. */
+  customHeaderBytes: 16 * 1_000,
+  /** One custom header's value. */
+  headerValueBytes: 2_048,
+} as const;

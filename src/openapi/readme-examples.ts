@@ -524,6 +524,56 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "section": "Lifecycle: capture, void, refund, expiry"
   },
   {
+    "method": "PATCH",
+    "path": "/admin/merchants/demo0000000000000000",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"receipt_settings\": {\"city\": \"Chicago\", \"region\": \"IL\", \"country\": \"US\", \"website\": \"https://demo-merchant.example\",\n       \"support_email\": \"support@demo-merchant.example\", \"support_phone\": \"+1 312 555 0100\",\n       \"refund_policy\": \"Returns within 30 days for a full refund to the card used.\"}}",
+    "source": "curl -s -X PATCH http://localhost:8787/admin/merchants/demo0000000000000000 \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"receipt_settings\": {\"city\": \"Chicago\", \"region\": \"IL\", \"country\": \"US\", \"website\": \"https://demo-merchant.example\",\n       \"support_email\": \"support@demo-merchant.example\", \"support_phone\": \"+1 312 555 0100\",\n       \"refund_policy\": \"Returns within 30 days for a full refund to the card used.\"}}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"demo0000000000000000\",\"name\":\"Demo Merchant\",…,\"receipt_settings\":{\"city\":\"Chicago\",\"region\":\"IL\",\"country\":\"US\",\"website\":\"https://demo-merchant.example\",\"support_email\":\"support@demo-merchant.example\",\"support_phone\":\"+1 312 555 0100\",\"refund_policy\":\"Returns within 30 days for a full refund to the card used.\"},…}}",
+    "page": "docs/receipts",
+    "section": "The merchant's receipt settings"
+  },
+  {
+    "method": "POST",
+    "path": "/api/transaction",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/30\", \"amount\": 1299, \"tax_amount\": 99,\n       \"email_receipt\": true, \"email_address\": \"ada@example.com\", \"billing_first_name\": \"Ada\", \"order_id\": \"ord2001\"}",
+    "source": "TX=$(curl -s -X POST http://localhost:8787/api/transaction -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"transaction_type\": \"sale\", \"cc_number\": \"4111111111111111\", \"cc_expiration\": \"12/30\", \"amount\": 1299, \"tax_amount\": 99,\n       \"email_receipt\": true, \"email_address\": \"ada@example.com\", \"billing_first_name\": \"Ada\", \"order_id\": \"ord2001\"}' \\\n  | sed -E 's/.*\"id\":\"([^\"]+)\".*/\\1/')\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",…,\"email_address\":\"ada@example.com\",…}}",
+    "page": "docs/receipts",
+    "section": "The outbox: nothing lost, sent once"
+  },
+  {
+    "method": "GET",
+    "path": "/api/transaction/$TX",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "until curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/transaction/$TX | grep -q '\"status\":\"sent\"'; do sleep 1; done",
+    "page": "docs/receipts",
+    "section": "The outbox: nothing lost, sent once"
+  },
+  {
+    "method": "GET",
+    "path": "/api/transaction/$TX",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/transaction/$TX\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",…,\"receipts\":[{\"id\":\"txn_a…:sale\",\"transaction_id\":\"txn_a…\",\"kind\":\"sale\",\"to\":\"ada@example.com\",\"status\":\"sent\",\"attempts\":1,\"queued_at\":\"…\",\"next_attempt_at\":null,\"sent_at\":\"…\",\"failed_at\":null,\"last_error\":null}],\"amount_refunded\":0}}",
+    "page": "docs/receipts",
+    "section": "The outbox: nothing lost, sent once"
+  },
+  {
+    "method": "POST",
+    "path": "/api/transaction/$TX/receipt",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"email\": \"grace@example.com\"}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction/$TX/receipt -H \"Authorization: $SECRET\" \\\n  -H 'Content-Type: application/json' -H 'Idempotency-Key: resend-ada-1' -d '{\"email\": \"grace@example.com\"}'\n# → 202 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…:sale:2\",\"transaction_id\":\"txn_a…\",\"kind\":\"sale\",\"to\":\"grace@example.com\",\"status\":\"queued\",\"attempts\":0,\"queued_at\":\"…\",\"next_attempt_at\":\"…\",\"sent_at\":null,\"failed_at\":null,\"last_error\":null}}",
+    "page": "docs/receipts",
+    "section": "Sending one again"
+  },
+  {
     "method": "POST",
     "path": "/api/filebatch",
     "query": "",

@@ -33,6 +33,8 @@ import { captureBodySchema, refundBodySchema, voidBodySchema } from '../schemas/
 import type { OperationKind } from '../storage/ledger-shard';
 import { optionalJson, validateJsonByShape } from '../middleware/validate';
 import { describeFieldErrors } from '../lib/field-errors';
+import { resendBodySchema } from '../schemas/receipts';
+import { resendReceipt, transactionReceipts } from '../services/receipts/receipts';
 
 /** The period of TRANSACTION_RATE_LIMITER in wrangler.toml. */
 const TRANSACTION_RATE_PERIOD_SECONDS = 60;
@@ -99,7 +101,11 @@ export const transaction = new Hono<AppEnv>()
   )
   .get('/:id', validate('param', transactionIdParamSchema), async (c) => {
   const found = await getTransaction(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
-  if (found.ok) return c.json(success(recordView(found.record, found.amountRefunded, c.get('caller').merchantId)));
+  if (found.ok) {
+    // Its email receipts and their state (docs/receipts.md): not result CSV columns, the JSON record's own.
+    const receipts = await transactionReceipts(c.env, c.get('caller').merchantId, c.req.valid('param').id, systemClock);
+    return c.json(success({ ...recordView(found.record, found.amountRefunded, c.get('caller').merchantId), receipts }));
+  }
   // Past TRANSACTION_RETENTION_DAYS the record is only in the shard's archive (docs/transactions.md, "Retention").
   if (found.reason === 'archived') throw new AppError('gone', `transaction archived: ${found.archive}`);
   throw new AppError('not_found', 'transaction not found');
@@ -124,7 +130,36 @@ export const transaction = new Hono<AppEnv>()
   .post('/:id/refund', optionalJson(refundBodySchema), validate('param', transactionIdParamSchema), validate('header', idempotencyHeaderSchema), async (c) => {
     const { amount, surcharge } = c.req.valid('json');
     return answerOperation(c, await operate(c, 'refund', amount ?? null, compact({ surcharge })));
-  });
+  })
+  // Sends the receipt again, optionally to another address (docs/receipts.md, "Sending one again").
+  // Limited per key as new transactions are: each call can mail a customer.
+  .post(
+    '/:id/receipt',
+    rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
+    optionalJson(resendBodySchema),
+    validate('param', transactionIdParamSchema),
+    validate('header', idempotencyHeaderSchema),
+    async (c) => {
+      const id = c.req.valid('param').id;
+      const { 'idempotency-key': requestKey } = c.req.valid('header');
+      const result = await resendReceipt(c.env, c.get('caller').merchantId, id, { to: c.req.valid('json').email ?? null, requestKey: requestKey ?? null }, systemClock);
+      if (result.ok) {
+        if (result.replayed) c.header('Idempotent-Replayed', 'true');
+        return c.json(success(result.receipt), 202);
+      }
+      switch (result.reason) {
+        case 'not_found':
+          throw new AppError('not_found', result.message);
+        case 'archived':
+          throw new AppError('gone', result.message);
+        case 'no_address':
+          throw new AppError('bad_request', result.message, [{ field: 'email', msg: 'is required: the transaction has no email_address or billing_email' }]);
+        case 'no_receipt':
+        case 'limit':
+          throw new AppError('conflict', result.message);
+      }
+    },
+  );
 
 /**
  * FluidPay's transaction_create, for endpoints that subscribed (services/webhooks/transaction-events.ts),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { containsCardNumber } from '../lib/card-number';
+import { receiptSettingsInputSchema } from './receipts';
 import { tokenizerOriginsField } from './tokenizer';
 
 export const merchantCreateSchema = z.strictObject({
@@ -9,13 +10,17 @@ export const merchantCreateSchema = z.strictObject({
     .min(1, 'is required')
     .max(100, 'must be at most 100 characters')
     // Stored, answered, and the user_name of every transaction record: never a card number.
-    .refine((name) => !containsCardNumber(name), 'must not contain a card number'),
+    .refine((name) => !containsCardNumber(name), 'must not contain a card number')
+    // The From name and the subject of its email receipts: nothing that could end a header line.
+    .refine((name) => !/[\u0000-\u001f\u007f\u2028\u2029]/.test(name), 'must not contain control characters or line breaks'),
   enhanced_bin_lookup: z.boolean().optional(),
   surcharge_rate_bps: z.int('must be an integer').min(0, 'must be 0 or more').max(10_000, 'must be at most 10000').optional(),
   /** Minor units; 0 refuses unreferenced credits. Default DEFAULT_MAX_CREDIT_AMOUNT. */
   max_credit_amount: z.int('must be an integer').min(0, 'must be 0 or more').max(99_999_999_999, 'must be at most 99999999999').optional(),
   /** The UTC time of day the merchant's day ends and its captured transactions settle; default 00:00. */
   settlement_cutoff: z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, 'must be a UTC time of day, HH:MM').optional(),
+  /** What its email receipts show besides its name (docs/receipts.md). */
+  receipt_settings: receiptSettingsInputSchema.optional(),
 });
 
 export const merchantPatchSchema = merchantCreateSchema.partial().extend({

@@ -1,6 +1,7 @@
 /** Requests and answers of the batch console's routes (/console/*). */
 import { z } from 'zod';
 import { successEnvelopeSchema } from './envelope';
+import { receiptCountsSchema } from './receipts';
 
 export const consoleSignInSchema = z.strictObject({
   api_key: z
@@ -42,6 +43,7 @@ export const batchSummarySchema = z
         }),
       )
       .meta({ description: 'The first 20 declined or failed rows, in file order.' }),
+    receipts: receiptCountsSchema.meta({ description: 'Email receipts of the approved rows with email_receipt true, as of now: sending is paced behind processing, so some may still be queued.' }),
   })
   .meta({ id: 'BatchSummary' });
 

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { timestampSchema } from './envelope';
+import { receiptStateSchema } from './receipts';
 import { RESULT_COLUMNS, type ResultColumn } from './transaction-columns';
 
 const text = z.string().nullable();
@@ -148,6 +149,11 @@ const responseBodySchema = z
 export const transactionRecordSchema = z
   .strictObject({
     ...ordered,
+    // receipts (issue 32): only GET /api/transaction/{id} reads them (docs/receipts.md).
+    receipts: z
+      .array(receiptStateSchema)
+      .optional()
+      .meta({ description: 'GET /api/transaction/{id} only: the email receipts of this transaction (email_receipt), oldest first, with their state.' }),
     // Not a result CSV column (the CSV keeps SPEC.md's 69): only the JSON record has it.
     amount_refunded: money.meta({ description: 'What was refunded of it so far (refunds: 0).' }),
     // FluidPay's fields (docs/api.md, "Coming from FluidPay"): the columns above, named and nested as their clients read them.

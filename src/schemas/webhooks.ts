@@ -9,6 +9,7 @@ import { urlContainsCardNumber } from '../lib/redact';
 import { deletedSchema, successEnvelopeSchema, timestampSchema } from './envelope';
 import { listQuerySchema } from './filebatch';
 import { batchRecordSchema } from './filebatch-response';
+import { receiptCountsSchema } from './receipts';
 import { settlementBatchSchema } from './settlement';
 import { transactionRecordSchema } from './transaction-response';
 
@@ -157,6 +158,18 @@ export const streamTokenSchema = z
 export const streamTokenResponseSchema = successEnvelopeSchema(streamTokenSchema);
 
 /**
+ * A batch event's data: the batch record, and (receipts, issue 32) its email receipts by state when
+ * the batch ended. Receipts are sent paced behind processing, so most may still be `queued` then.
+ */
+export const batchEventRecordSchema = batchRecordSchema
+  .extend({
+    receipts: receiptCountsSchema
+      .optional()
+      .meta({ description: 'The batch\'s email receipts by state when it ended (absent from events recorded before receipts existed).' }),
+  })
+  .meta({ id: 'BatchEventRecord' });
+
+/**
  * What a receiver gets: the body of every delivery (POST, application/json), signed in the
  * Binbatch-Signature header. Each `data:` line of the progress stream is a batch record too.
  */
@@ -165,7 +178,9 @@ export const webhookEventSchema = z
     id: z.string().meta({ description: 'evt_…: drop a delivery whose event id you have already handled.' }),
     type: z.enum(WEBHOOK_EVENT_TYPES),
     created_at: timestampSchema,
-    data: z.union([batchRecordSchema, settlementBatchSchema]).meta({ description: 'batch.*: the batch record; settlement.completed: the settlement batch.' }),
+    data: z
+      .union([batchEventRecordSchema, settlementBatchSchema])
+      .meta({ description: 'batch.*: the batch record with its email receipts counted; settlement.completed: the settlement batch.' }),
   })
   .meta({ id: 'WebhookEvent' });
 

@@ -88,6 +88,17 @@ test('sign in with the demo key, drop the sample file, watch it complete, read t
   const counts = await Promise.all(['#count-approved', '#count-declined', '#count-error'].map(async (id) => Number(await page.locator(id).textContent())));
   expect(counts.reduce((a, b) => a + b, 0)).toBe(SAMPLE_ROWS);
 
+  // Its four good rows asked for email receipts: counted, and read again until every one is sent.
+  const receipts = page.getByRole('region', { name: 'Email receipts' });
+  await expect(receipts).toBeVisible();
+  await expect(receipts.getByText('Every receipt was sent.')).toBeVisible();
+  await expect(receipts.getByRole('definition').nth(0)).toHaveText('4');
+  await expect(receipts.getByRole('definition').nth(1)).toHaveText('0');
+  await expect(receipts.getByRole('definition').nth(2)).toHaveText('0');
+  await expect(receipts.getByRole('term').nth(0)).toHaveText('Receipts sent');
+  await expect(receipts.getByRole('term').nth(2)).toHaveText('Receipts failed');
+  await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-receipts.png'), fullPage: true });
+
   const lines = await downloadResults(page);
   expect(lines[0]?.startsWith(RESULT_HEADER_START)).toBe(true);
   expect(lines).toHaveLength(SAMPLE_ROWS + 1);

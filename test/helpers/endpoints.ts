@@ -182,6 +182,16 @@ export const endpoints: Endpoint[] = [
     okStatus: 201,
   },
   {
+    // Under one Idempotency-Key: however often the tests send it, one receipt is queued (at most 10 per transaction).
+    route: 'POST /api/transaction/:id/receipt',
+    auth: 'secret',
+    path: (w) => `/api/transaction/${w.transactionId}/receipt`,
+    body: () => ({ email: 'access-check@example.com' }),
+    headers: { 'Idempotency-Key': 'access-check-receipt' },
+    owned: true,
+    okStatus: 202,
+  },
+  {
     route: 'POST /api/settlement/batch/search',
     auth: 'secret',
     path: () => '/api/settlement/batch/search',

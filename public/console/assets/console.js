@@ -13,6 +13,8 @@ let stream = null;
 let watchedId = null;
 // The watched batch's last known record (what Pause/Resume and Cancel act on).
 let watched = null;
+// The next read of the shown batch's receipt counts, while some are still waiting.
+let receiptsTimer = null;
 
 function show(signedIn) {
   $('sign-in-section').hidden = signedIn;
@@ -180,6 +182,7 @@ function watch(batch) {
   $('cancel-confirm').hidden = true;
   $('batch-section').hidden = false;
   $('summary').hidden = true;
+  clearTimeout(receiptsTimer);
   $('batch-error').textContent = '';
   $('batch-rate').textContent = '—';
   $('batch-eta').textContent = '—';
@@ -284,6 +287,33 @@ async function showSummary(record) {
   $('refused').hidden = summary.first_refused.length === 0;
   $('download').href = downloadPath(record.id);
   $('summary').hidden = false;
+  showReceipts(record.id, summary.receipts);
+}
+
+// Receipts are sent paced behind processing (docs/receipts.md): while some still wait, their counts
+// are read again every few seconds, for as long as this batch is the one shown.
+const RECEIPTS_REFRESH_MS = 5000;
+
+function showReceipts(id, receipts) {
+  clearTimeout(receiptsTimer);
+  const total = receipts.sent + receipts.queued + receipts.failed;
+  $('receipts').hidden = total === 0;
+  if (total === 0) return;
+  $('receipts-sent').textContent = receipts.sent.toLocaleString('en-US');
+  $('receipts-queued').textContent = receipts.queued.toLocaleString('en-US');
+  $('receipts-failed').textContent = receipts.failed.toLocaleString('en-US');
+  $('receipts-hint').textContent =
+    receipts.queued > 0
+      ? 'Receipts go out paced behind processing; these counts refresh until every one is sent.'
+      : receipts.failed > 0
+        ? 'A failed receipt shows why in its transaction (GET /api/transaction/{id}); POST /api/transaction/{id}/receipt sends it again.'
+        : 'Every receipt was sent.';
+  if (receipts.queued === 0) return;
+  receiptsTimer = setTimeout(async () => {
+    if (id !== watchedId) return;
+    const result = await api('GET', `/console/batches/${encodeURIComponent(id)}/summary`);
+    if (result.ok && id === watchedId) showReceipts(id, result.json.data.receipts);
+  }, RECEIPTS_REFRESH_MS);
 }
 
 function downloadPath(id) {

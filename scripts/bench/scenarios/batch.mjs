@@ -24,16 +24,19 @@ const isAchCustomer = (index) => index % 5 === 4;
 /**
  * `rows` data rows: about 65% card, 20% ACH, 10% vault customer, 5% invalid (bad Luhn, expired
  * card, missing amount, bad routing number). Every field quoted, as SPEC.md's format says.
+ * `receipts`: every row also asks for an email receipt (email_receipt true, to its email_address).
  */
-export function generateBatchCsv(rows, { bins, customers, seed = 1 }) {
+export function generateBatchCsv(rows, { bins, customers, seed = 1, receipts = false }) {
   const achCustomers = new Set(customers.filter((_, i) => isAchCustomer(i)));
   const next = random(seed);
   const pick = (list) => list[Math.floor(next() * list.length)];
   const q = (v) => `"${v}"`;
-  const lines = [COLUMNS.map(q).join(',')];
+  const columns = receipts ? [...COLUMNS, 'email_receipt'] : COLUMNS;
+  const lines = [columns.map(q).join(',')];
   let invalid = 0;
   for (let i = 0; i < rows; i += 1) {
-    const row = Object.fromEntries(COLUMNS.map((c) => [c, '']));
+    const row = Object.fromEntries(columns.map((c) => [c, '']));
+    if (receipts) row.email_receipt = 'true';
     row.transaction_type = pick(TYPES);
     row.amount = String(100 + Math.floor(next() * 99_900));
     row.order_id = `ORD${String(i).padStart(8, '0')}`;
@@ -77,7 +80,7 @@ export function generateBatchCsv(rows, { bins, customers, seed = 1 }) {
         row.ach_sec_code = 'WEB';
       }
     }
-    lines.push(COLUMNS.map((c) => q(row[c])).join(','));
+    lines.push(columns.map((c) => q(row[c])).join(','));
   }
   return { text: lines.join('\n') + '\n', invalid };
 }
@@ -146,8 +149,8 @@ async function download(ctx, id, auth = SECRET_KEY) {
  * `auth` (another merchant's secret key), `pollMs` (status polling interval), `label` (row names),
  * `note` (added to the upload → completed row).
  */
-async function runFile(ctx, rows, bins, customers, { auth = SECRET_KEY, pollMs = 100, label: named, note: extraNote = '' } = {}) {
-  const { text, invalid } = generateBatchCsv(rows, { bins, customers, seed: rows });
+async function runFile(ctx, rows, bins, customers, { auth = SECRET_KEY, pollMs = 100, label: named, note: extraNote = '', receipts = false } = {}) {
+  const { text, invalid } = generateBatchCsv(rows, { bins, customers, seed: rows, receipts });
   const bytes = Buffer.byteLength(text);
   const form = new FormData();
   form.append('file', new Blob([text], { type: 'text/csv' }), `bench-${rows}.csv`);
@@ -245,6 +248,29 @@ export function fileBins(ctx) {
   return bins;
 }
 
+/** A console session's cookie for `auth` (the summary, with the receipts' counts, is the console's). */
+async function consoleCookie(ctx, auth) {
+  const response = await fetch(`${ctx.url}/console/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: ctx.url },
+    body: JSON.stringify({ api_key: auth }),
+  });
+  await response.arrayBuffer();
+  if (response.status !== 201) throw new Error(`console sign-in: HTTP ${response.status}`);
+  return (response.headers.get('set-cookie') ?? '').split(';')[0];
+}
+
+/** The batch's receipts by state (GET /console/batches/{id}/summary). */
+export async function receiptCounts(ctx, id, cookie) {
+  const response = await fetch(`${ctx.url}/console/batches/${id}/summary`, { headers: { cookie } });
+  const body = await response.json().catch(() => null);
+  if (!response.ok || !body?.data?.receipts) throw new Error(`summary of ${id}: HTTP ${response.status} ${JSON.stringify(body)}`);
+  return body.data.receipts;
+}
+
+/** Seconds the receipts scenario watches sending after the batch completed. */
+const RECEIPTS_WATCH_S = 30;
+
 /** Files of these sizes run on a fresh server each; 500,000 rows (BATCH_MAX_ROWS) in full runs only. */
 export const BATCH_SIZES = [1_000, 10_000, 100_000, 500_000];
 
@@ -262,6 +288,51 @@ export const batchScenarios = [
       return runFile(ctx, rows, bins, customers);
     },
   })),
+  {
+    // Issue 32: the same 100,000-row file (10,000 with --quick) with email_receipt on every row,
+    // against the file without it above: the batch is not slowed (receipts are queued with each
+    // chunk's records, one outbox row per chunk, and sent by the shard's alarm, paced behind
+    // processing at RECEIPT_SENDS_PER_MINUTE). Then the sending is watched for RECEIPTS_WATCH_S.
+    name: 'batch 100,000 rows, receipts on',
+    group: 'batch',
+    enabled: (settings) => settings.batchSizes.includes(100_000) || settings.quick,
+    async run(ctx) {
+      const rows = ctx.settings.quick ? 10_000 : 100_000;
+      if (ctx.freshServer) await ctx.freshServer(`batch of ${rows.toLocaleString('en-US')} rows with receipts on`);
+      const bins = fileBins(ctx);
+      const customers = await ensureCustomers(ctx, bins);
+      const label = `batch ${rows.toLocaleString('en-US')} rows, receipts on`;
+      const figures = await runFile(ctx, rows, bins, customers, { receipts: true, label, note: '; email_receipt true on every row' });
+      const id = figures[0]?.batchId;
+      const cookie = await consoleCookie(ctx, SECRET_KEY);
+      const atCompletion = await receiptCounts(ctx, id, cookie);
+      const watchStarted = performance.now();
+      let counts = atCompletion;
+      while (counts.queued > 0 && performance.now() - watchStarted < RECEIPTS_WATCH_S * 1000) {
+        await new Promise((r) => setTimeout(r, 2_000));
+        counts = await receiptCounts(ctx, id, cookie);
+      }
+      const watched = (performance.now() - watchStarted) / 1000;
+      const sent = counts.sent - atCompletion.sent;
+      const total = counts.queued + counts.sent + counts.failed;
+      return [
+        ...figures,
+        {
+          scenario: `${label}: receipts sent after completion`,
+          unit: 'receipts/s',
+          rate: watched > 0 ? sent / watched : 0,
+          seconds: watched,
+          rows,
+          batchId: id,
+          receipts: { total, atCompletion, after: counts },
+          note:
+            `${total.toLocaleString('en-US')} receipts queued (one per approved row); at completion ${atCompletion.sent.toLocaleString('en-US')} sent, ` +
+            `${atCompletion.queued.toLocaleString('en-US')} waiting; ${watched.toFixed(0)} s later ${counts.sent.toLocaleString('en-US')} sent, ` +
+            `${counts.queued.toLocaleString('en-US')} waiting, ${counts.failed} failed (paced at RECEIPT_SENDS_PER_MINUTE)`,
+        },
+      ];
+    },
+  },
   {
     // As a new user would try it: a merchant created through the admin API with the enhanced BIN
     // lookup on, its own vault customers, then the same 100,000-row file.

@@ -6,7 +6,7 @@
 // into $ per million. Nothing here is timed for the main table.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { costTable, costTargets } from '../cost.mjs';
+import { costTable, costTargets, ioDifference } from '../cost.mjs';
 import { callJson, mapLimit } from '../http.mjs';
 import { cardNumber, random, shuffled } from '../dataset.mjs';
 import { measure } from '../load.mjs';
@@ -110,7 +110,8 @@ function transactionBody(bin, next, i) {
 export async function runCost(ctx) {
   const { settings, root, log } = ctx;
   log('cost: starting a server with the I/O probe entry...');
-  const server = await startServer({ root, logDir: `${root}bench/results`, log, entry: `${root}scripts/bench/io-probe-entry.mjs` });
+  // Receipts go out unpaced here (RECEIPT_SENDS_PER_MINUTE raised): the receipts row waits for every one.
+  const server = await startServer({ root, logDir: `${root}bench/results`, log, entry: `${root}scripts/bench/io-probe-entry.mjs`, devVars: ['RECEIPT_SENDS_PER_MINUTE=100000000'] });
   const pctx = { ...ctx, url: server.url, adminToken: server.adminToken, server, data: {}, rss: new RssSampler(() => server.workerdPids()).start() };
   const runs = {};
   const seconds = settings.quick ? 3 : 5;
@@ -164,6 +165,42 @@ export async function runCost(ctx) {
       heldSeconds: { uploads: completed?.seconds ?? 0 },
       measuredWith: `one ${rows.toLocaleString('en-US')}-row file, status polled once a second, then its retention (shard archived to R2 and emptied, sandbox memory forgotten)${rows < 100_000 ? ' (--quick: per-file costs spread over fewer rows)' : ''}`,
     };
+
+    // Issue 32: what email receipts add, per receipt. The same file twice, each with its retention:
+    // without email_receipt, then with it on every row, measured until every receipt is sent.
+    const receiptRows = settings.quick ? 2_000 : 20_000;
+    log(`cost: receipts (a ${receiptRows.toLocaleString('en-US')}-row file without, then with email_receipt)...`);
+    const withRetention = async (receipts) => {
+      const figures = await runBatchFile(pctx, receiptRows, { pollMs: 1_000, receipts, label: `receipts ${receipts ? 'on' : 'off'}` });
+      const batchId = figures[0]?.batchId;
+      const deadline = Date.now() + 15 * 60_000;
+      while (receipts) {
+        const counts = await (await fetch(`${pctx.url}/__bench/receipts`, { method: 'POST', body: JSON.stringify({ batchId }) })).json();
+        if (counts.queued === 0) break;
+        if (Date.now() > deadline) throw new Error(`receipts of ${batchId} still queued: ${JSON.stringify(counts)}`);
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      const retention = await fetch(`${pctx.url}/__bench/retention`, { method: 'POST', body: JSON.stringify({ batchId }) });
+      if (!retention.ok) throw new Error(`retention of the batch's shard: HTTP ${retention.status} ${await retention.text()}`);
+      await retention.arrayBuffer();
+      return figures;
+    };
+    const off = await metered(pctx, 'receipts-off', () => withRetention(false), () => receiptRows);
+    const on = await metered(pctx, 'receipts-on', () => withRetention(true), (io) => io.email?.messages ?? 0);
+    const messages = on.io.email?.messages ?? 0;
+    if (messages > 0) {
+      // CPU: what the run with receipts took beyond the one without, per receipt.
+      const extra = (a, b) => Math.max(0, a * on.units - b * off.units) / messages;
+      runs.receipts = {
+        units: messages,
+        io: ioDifference(on.io, off.io),
+        cpu: { msPerUnit: extra(on.cpu.msPerUnit, off.cpu.msPerUnit), sampledMsPerUnit: extra(on.cpu.sampledMsPerUnit, off.cpu.sampledMsPerUnit), onCpu: on.cpu.onCpu, top: [] },
+        workerdCpuMsPerUnit: on.workerdCpuMsPerUnit !== null && off.workerdCpuMsPerUnit !== null ? extra(on.workerdCpuMsPerUnit, off.workerdCpuMsPerUnit) : null,
+        heldSeconds: { uploads: 0 },
+        profile: on.profile,
+        measuredWith: `a ${receiptRows.toLocaleString('en-US')}-row file with email_receipt on every row (${messages.toLocaleString('en-US')} receipts, one per approved row) until every receipt was sent, then its retention, less the same file without it; sent unpaced`,
+      };
+    }
   } catch (error) {
     log(`cost run failed: ${error.message}`);
     runs.error = error.message;
@@ -198,7 +235,7 @@ export async function runCost(ctx) {
 /** CPU per warm lookup and per batch row (and the two other rows), with the issue's goals. */
 function cpuSummary(runs) {
   const goals = { lookupWarm: 0.5, batch: 0.2 };
-  const labels = { lookupWarm: 'warm lookup', lookupCold: 'cold lookup', transaction: 'single transaction', batch: 'batch row' };
+  const labels = { lookupWarm: 'warm lookup', lookupCold: 'cold lookup', transaction: 'single transaction', batch: 'batch row', receipts: 'email receipt (beyond its batch row)' };
   return Object.entries(labels)
     .filter(([key]) => runs[key]?.cpu)
     .map(([key, label]) => ({

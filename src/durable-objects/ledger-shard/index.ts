@@ -38,6 +38,11 @@ import { beginOperation, completeOperation, releaseOperation } from './operation
 import { findRecords, type ShardContext } from './reading';
 import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
+// receipts (issue 32): the outbox's RPC answers live in services/receipts.
+import { receiptSenderDeps, runReceiptOutbox, type OutboxRun } from '../../services/receipts/outbox';
+import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
+import type { ReceiptEntry } from '../../storage/receipt-outbox';
+import { systemClock } from '../../lib/time';
 
 export { refundTransactionId } from './operations';
 
@@ -142,6 +147,38 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.runRetention(new Date().toISOString());
+    // receipts (issue 32): the receipts due go first; then the alarm is set for whatever comes next.
+    const receipts = await this.runReceipts();
+    const retention = await this.runRetention(new Date().toISOString());
+    // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
+    if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt); // receipts (issue 32)
+  }
+
+  // == receipts (issue 32): the outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========
+
+  /** Sends the receipts due (at `now`: tests pass their own time; the alarm the real one). */
+  async runReceipts(now?: string): Promise<OutboxRun> {
+    this.#upgrade();
+    return runReceiptOutbox(this.ctx.storage, receiptSenderDeps(this.env, now === undefined ? systemClock : () => new Date(now)));
+  }
+
+  /** The receipts of transactions `ids` (their pages as a find names them). */
+  async receiptStates(_shard: ShardIdentity, ids: readonly string[], pages: { exact: readonly string[]; floor: readonly string[] }): Promise<ReceiptState[]> {
+    this.#upgrade();
+    return receiptStatesIn(this.ctx.storage.sql, ids, pages);
+  }
+
+  /** The shard's receipts by state (a batch shard: its batch's). */
+  async receiptCounts(_shard: ShardIdentity): Promise<{ queued: number; sent: number; failed: number }> {
+    this.#upgrade();
+    return receiptCountsIn(this.ctx.storage.sql);
+  }
+
+  /** Queues a receipt sent on request, and arms the alarm with it. */
+  async queueResend(_shard: ShardIdentity, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }): Promise<ResendOutcome> {
+    this.#upgrade();
+    const outcome = queueResendIn(this.ctx.storage.sql, entry, pages);
+    if (outcome.outcome === 'queued') await armReceipts(this.ctx.storage, [{ page: null, entries: [entry] }]);
+    return outcome;
   }
 }

@@ -21,6 +21,9 @@ import {
   type StoredTransaction,
 } from '../../storage/ledger-shard';
 import { keyOf, type ShardContext } from './reading';
+// receipts (issue 32): the outbox's hooks live in services/receipts.
+import { receiptsForRecords } from '../../services/receipts/facts';
+import { armReceipts, queueReceipts } from '../../services/receipts/shard';
 
 interface OpenClaim {
   claimId: number;
@@ -143,13 +146,19 @@ export class OpenClaims {
       // if none changed, in one step; otherwise encode again what is still open.
       const unchanged = encoded.every(({ claimId, list }) => list.every((stored) => this.#claims?.get(keyOf(stored))?.claimId === claimId));
       if (!unchanged) continue;
+      // receipts (issue 32): the receipts these records ask for, one outbox row per claim row, queued with them below.
+      const receipts = encoded.map(({ page, list }) => ({ page, entries: receiptsForRecords(list) }));
       this.#shard.storage.transactionSync(() => {
         for (const { claimId, list, page, rows } of encoded) {
           if (page !== null) insertPageRows(this.#shard.sql, page, rows);
           this.#writeClose(claimId, list.map(keyOf));
         }
+        queueReceipts(this.#shard.sql, receipts); // receipts (issue 32)
       });
-      return this.#forget(byClaim);
+      const armed = armReceipts(this.#shard.storage, receipts); // receipts (issue 32)
+      const done = this.#forget(byClaim);
+      await armed;
+      return done;
     }
   }
 

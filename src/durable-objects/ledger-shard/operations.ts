@@ -24,6 +24,9 @@ import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
 import { currentOf, currentRecord, type ShardContext } from './reading';
 import { withOperationDetails } from '../../services/transactions/operation-details';
+// receipts (issue 32): the outbox's hooks live in services/receipts.
+import { operationReceipt } from '../../services/receipts/facts';
+import { armReceipts, queueReceipts } from '../../services/receipts/shard';
 
 /**
  * Claims a capture, void or refund of one transaction (docs/transactions.md, "Lifecycle"): in one
@@ -106,6 +109,8 @@ export async function completeOperation(
     const answeredMeanwhile = findOperation(sql, completion.key);
     if (answeredMeanwhile?.answer != null) return { answer: answeredMeanwhile.answer };
   }
+  // receipts (issue 32): an approved refund or void of a transaction with email_receipt sends one, queued with it below.
+  const receipt = approved ? operationReceipt(claimed.kind, now.stored, { refund: applied.refund, amount: claimed.amount, authCode: completion.result.authCode, at: completion.now }) : null;
   const answer = JSON.stringify(
     claimed.kind === 'refund' || approved
       ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
@@ -141,7 +146,9 @@ export async function completeOperation(
       );
     }
     answerOperation(sql, completion.key, answer);
+    if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]); // receipts (issue 32)
   });
+  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []); // receipts (issue 32)
   return { answer };
 }
 

@@ -43,7 +43,10 @@ export function registerAdmin(registry: Registry): void {
     path: '/admin/merchants/{id}',
     operationId: 'updateMerchant',
     tags,
-    summary: "Change a merchant's name, enhanced lookup flag, surcharge rate or tokenizer origins",
+    summary: "Change a merchant's name, enhanced lookup flag, surcharge rate, tokenizer origins or receipt settings",
+    description:
+      '`receipt_settings` (docs/receipts.md): what its email receipts show besides its name (city, region, country, website, ' +
+      'customer-service email and phone, refund policy); fields left out keep their value, null clears one. Its `support_email` is the receipts\' Reply-To.',
     security,
     request: { params: idParamSchema, body: { required: true, content: json(merchantPatchSchema) } },
     responses: { 200: ok('The merchant.', merchant), ...errors([400, 401, 404, 413]) },

@@ -94,7 +94,9 @@ export function registerConsole(registry: Registry): void {
     operationId: 'consoleBatchSummary',
     tags,
     summary: 'Counts of a completed batch by result, and its first refused rows with their lines and reasons',
-    description: 'Computed by the Worker from the result parts as it streams them; the browser never loads the file.',
+    description:
+      'Computed by the Worker from the result parts as it streams them; the browser never loads the file. ' +
+      '`receipts`: its email receipts by state as of now (sent, queued, failed); receipts are sent paced behind processing (docs/receipts.md).',
     security: SESSION,
     request: { params: batchIdParamSchema },
     responses: {

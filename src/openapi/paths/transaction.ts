@@ -4,6 +4,7 @@ import { transactionRequestSchema } from '../../schemas/fluidpay-transaction';
 import { transactionRecordSchema } from '../../schemas/transaction-response';
 import { captureBodySchema, refundBodySchema, voidBodySchema } from '../../schemas/settlement';
 import { errors, json, ok, SECRET_KEY, type Registry } from './common';
+import { receiptStateSchema, resendBodySchema } from '../../schemas/receipts';
 
 const tags = ['Transactions'];
 const record = successEnvelopeSchema(transactionRecordSchema);
@@ -109,6 +110,31 @@ export function registerTransaction(registry: Registry): void {
     responses: {
       200: ok('The record.', record),
       ...errors([400, 401, 404, 410], { 410: 'transaction archived: {R2 key of the archive} (past TRANSACTION_RETENTION_DAYS).' }),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/transaction/{id}/receipt',
+    operationId: 'resendReceipt',
+    tags,
+    summary: 'Send the email receipt again, optionally to another address',
+    description:
+      'Queues the receipt of the transaction as it is now (a voided one: a void receipt; a refund: its refund receipt) for its email_address ' +
+      '(else billing_email), or for `email`. It is sent within seconds, paced with every other receipt (docs/receipts.md); GET /api/transaction/{id} ' +
+      'shows its state in `receipts`. Works whether or not the transaction asked for email_receipt. At most 10 receipts per transaction. ' +
+      'Idempotency-Key: the same key answers the receipt it queued (Idempotent-Replayed: true), nothing more is sent. Rate-limited per key with POST /api/transaction.',
+    security: SECRET_KEY,
+    request: {
+      params: transactionIdParamSchema,
+      headers: idempotencyHeaderSchema.pick({ 'idempotency-key': true }),
+      body: { required: false, content: json(resendBodySchema, { email: 'customer@example.com' }) },
+    },
+    responses: {
+      202: { description: 'Queued: the receipt and its state (status queued).', headers: replayHeaders, content: json(successEnvelopeSchema(receiptStateSchema)) },
+      ...errors([400, 401, 404, 409, 410, 413, 429], {
+        400: 'Malformed id or `email`, or the transaction has no address and no `email` was given (errors names `email`).',
+        409: 'Only an approved transaction has a receipt; or this transaction has had 10 receipts.',
+      }),
     },
   });
 }

@@ -170,6 +170,9 @@ export function registerWebhooks(registry: Registry): void {
       tags,
       summary: type === 'batch.completed' ? 'A batch completed' : 'A batch failed (its record carries failure_reason)',
       ...signed,
+      description:
+        `${signed.description} \`data\` is the batch record (GET /api/filebatch/{id}) with \`receipts\`: the batch's email receipts ` +
+        'by state (queued, sent, failed) when it ended. Receipts are sent paced behind processing, so some are usually still queued then (docs/receipts.md).',
     });
   }
   registry.registerWebhook({

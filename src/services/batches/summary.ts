@@ -9,6 +9,7 @@ import type { Clock } from '../../lib/time';
 import { readCsv } from '../../lib/rfc4180-reader';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { openDownload } from './results';
+import { merchantBatchReceiptCounts, type ReceiptCounts } from '../receipts/receipts';
 
 /** How many refused rows the summary lists (the download has them all). */
 export const SUMMARY_REFUSED_ROWS = 20;
@@ -29,6 +30,8 @@ export interface BatchSummary {
   declined: number;
   error: number;
   first_refused: RefusedRow[];
+  /** receipts (issue 32): the batch's email receipts by state, as of now (sending is paced behind processing). */
+  receipts: ReceiptCounts;
 }
 
 export type SummaryOutcome = { ok: true; summary: BatchSummary } | { ok: false; reason: 'not_found' | 'not_completed' | 'expired' };
@@ -43,7 +46,7 @@ const STATUS = column('status');
 export async function summarizeBatch(env: Env, merchantId: string, id: string, clock: Clock): Promise<SummaryOutcome> {
   const download = await openDownload(env, merchantId, id, clock);
   if (!download.ok) return download;
-  const summary: BatchSummary = { rows: 0, approved: 0, authorized: 0, declined: 0, error: 0, first_refused: [] };
+  const summary: BatchSummary = { rows: 0, approved: 0, authorized: 0, declined: 0, error: 0, first_refused: [], receipts: { queued: 0, sent: 0, failed: 0 } };
   let header = true;
   // A result file is at most a few hundred bytes per row of an upload that BATCH_MAX_BYTES bounded.
   for await (const record of readCsv(download.body, Number.MAX_SAFE_INTEGER)) {
@@ -72,5 +75,7 @@ export async function summarizeBatch(env: Env, merchantId: string, id: string, c
       });
     }
   }
+  // receipts (issue 32): counted in the batch's ledger shard.
+  summary.receipts = (await merchantBatchReceiptCounts(env, merchantId, id)) ?? summary.receipts;
   return { ok: true, summary };
 }

@@ -26,6 +26,7 @@ import type { Charge } from './processors/processor';
 import { pickProcessor } from './processors/registry';
 import { pendingRecord, type ProcessedTransaction, type ResolvedPayment } from './records';
 import { isAmex, type ValidTransaction } from './validation';
+import { receiptAddressError } from '../receipts/facts';
 /** Requests resolved at once: bounds concurrent BIN, vault and surcharge lookups. */
 const CONCURRENCY = 16;
 
@@ -182,6 +183,9 @@ export class Resolver {
       if (!amounts.ok) return amounts;
       const overCap = creditOverCap(tx.type, amounts.value.amount, this.#engine.caller.maxCreditAmount);
       if (overCap) return { ok: false, errors: [overCap] };
+      // receipts (issue 32): a receipt asked for must have an address, checked before the charge.
+      const noAddress = receiptAddressError({ emailReceipt: tx.emailReceipt, emailAddress: tx.emailAddress, billingEmail: tx.contact.billing_email }, draft.customer?.email ?? null);
+      if (noAddress) return { ok: false, errors: [noAddress] };
       return { ok: true, ...this.#claim({ tx, prepared }, processor, draft, payment, amounts.value) };
     });
   }

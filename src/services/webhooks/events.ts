@@ -17,15 +17,18 @@ import { findBatchWithCaller } from '../../storage/batches';
 import { insertEventWithDeliveries, markEnqueued, readEventState, type EventState } from '../../storage/webhooks';
 import { toRecord, type BatchRecord } from '../batches/records';
 import type { BatchSnapshot } from '../batches/state';
+import { batchReceiptCounts, type ReceiptCounts } from '../receipts/receipts';
 
 export interface EventDeps {
   db: D1Database;
   queue: Queue<WebhookDeliveryMessage>;
   clock: Clock;
+  /** receipts (issue 32): a batch's receipts by state, for its batch.completed and batch.failed events. */
+  receiptCounts?: (merchantId: string, batch: { id: string; created_at: string }) => Promise<ReceiptCounts>;
 }
 
 export function eventDeps(env: Env, clock: Clock = systemClock): EventDeps {
-  return { db: env.DB, queue: env.WEBHOOK_QUEUE, clock };
+  return { db: env.DB, queue: env.WEBHOOK_QUEUE, clock, receiptCounts: (merchantId, batch) => batchReceiptCounts(env, merchantId, batch) };
 }
 
 /** Queues accept at most 100 messages per sendBatch call. */
@@ -60,13 +63,16 @@ export async function publishBatchEnded(deps: EventDeps, batch: BatchSnapshot): 
     console.error(JSON.stringify({ level: 'error', event: 'webhook_batch_missing', batch_id: batch.batchId }));
     return;
   }
-  await publish(deps, type, toRecord(found.batch, batch), state);
+  const record = toRecord(found.batch, batch);
+  // receipts (issue 32): the batch's receipts as of the transition (sending is paced behind processing).
+  const receipts = deps.receiptCounts ? await deps.receiptCounts(found.batch.merchant_id, found.batch) : undefined;
+  await publish(deps, type, receipts ? { ...record, receipts } : record, state);
 }
 
 async function publish(
   deps: EventDeps,
   type: WebhookEventType,
-  record: BatchRecord,
+  record: BatchRecord & { receipts?: ReceiptCounts },
   state: EventState,
 ): Promise<{ recorded: boolean; queued: number }> {
   let unsent = state.unsent;

@@ -13,7 +13,9 @@
  *   operations  each capture, void and refund under its key
  *   meta        when the shard's period started, when its request hashes are cleared, when it is
  *               archived; whether it is in its merchant's settlement index
+ *   receipt_outbox  the email receipts its transactions ask for (storage/receipt-outbox.ts)
  */
+import { RECEIPT_OUTBOX_MIGRATION } from '../receipt-outbox';
 
 /** The shard's tables, in order; version N is the first N steps. */
 const MIGRATIONS: readonly string[] = [
@@ -88,6 +90,8 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE meta ADD COLUMN handoff_seq INTEGER NOT NULL DEFAULT 1000000;
    ALTER TABLE meta ADD COLUMN settle_cursor TEXT;
    ALTER TABLE meta ADD COLUMN retention_cursor TEXT;`,
+  // 5. receipts (issue 32): the receipt outbox, written with the records it is for (storage/receipt-outbox.ts).
+  RECEIPT_OUTBOX_MIGRATION,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -135,6 +139,7 @@ function tablesVersion(sql: SqlStorage): number {
   const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
   if (recorded !== undefined) return recorded;
   const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
+  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'receipt_outbox'").toArray().length > 0) return 5;
   if (columns.includes('handoff_seq')) return 4;
   if (columns.includes('indexed')) return 3;
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'states'").toArray().length > 0 ? 2 : 1;
