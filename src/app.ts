@@ -18,6 +18,7 @@ import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
 import { transaction } from './routes/transaction';
+import { transactionSearch } from './routes/transaction-search';
 import { vault } from './routes/vault';
 import { webhooks } from './routes/webhooks';
 
@@ -65,6 +66,8 @@ const api = app
   .route('/api/lookup', lookup)
   .route('/api/tokenizer', tokenizer)
   .route('/api/vault', vault)
+  // Search before the transaction routes: /search is not an id.
+  .route('/api/transaction', transactionSearch)
   .route('/api/transaction', transaction)
   .route('/api/settlement', settlement)
   .route('/api/filebatch', batchEvents)

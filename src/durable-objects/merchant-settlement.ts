@@ -33,6 +33,7 @@ import { settlementBatchId } from '../services/transactions/lifecycle-rules';
 import { announceSettlement } from '../services/settlement/events';
 import { systemClock } from '../lib/time';
 import { DEFAULT_CUTOFF, batchDateOf, lastCutoff } from '../services/settlement/cutoff';
+import { indexSettlement } from '../services/search/changes'; // search (issue 33)
 
 const DAY_MS = 86_400_000;
 
@@ -90,6 +91,8 @@ export class MerchantSettlement extends DurableObject<Env> {
         failed.push(shard.name);
         continue;
       }
+      // search (issue 33): the run's settled transactions marked in the search index before this shard's entries are recorded (a failure throws: the run is asked again)
+      await indexSettlement(this.env, merchantId, shard.name, answer.entries, batchDate, now);
       const byProcessor = new Map<string, SettledEntry[]>();
       for (const entry of answer.entries) byProcessor.set(entry.processor_id, [...(byProcessor.get(entry.processor_id) ?? []), entry]);
       this.ctx.storage.transactionSync(() => {

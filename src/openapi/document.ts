@@ -14,6 +14,7 @@ import { registerPages } from './paths/pages';
 import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
 import { registerTransaction } from './paths/transaction';
+import { registerTransactionSearch } from './paths/transaction-search';
 import { registerSettlement } from './paths/settlement';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
@@ -24,6 +25,7 @@ const RESOURCES = [
   registerLookup,
   registerTokenizer,
   registerVault,
+  registerTransactionSearch,
   registerTransaction,
   registerSettlement,
   registerFilebatch,
