@@ -76,9 +76,11 @@ export class SearchDay extends DurableObject<Env> {
   }
 
   /** The units of `keys` not stored yet: the indexer writes their references first, then them. */
-  async missing(keys: readonly UnitKey[]): Promise<UnitKey[]> {
-    const stored = storedUnitKeys(this.ctx.storage.sql, keys);
-    return keys.filter((key) => !stored.has(unitKeyString(key)));
+  async missing(keys: readonly UnitKey[]): Promise<UnitKey[] | DayFailure> {
+    return answerOrFailure(async () => {
+      const stored = storedUnitKeys(this.ctx.storage.sql, keys);
+      return keys.filter((key) => !stored.has(unitKeyString(key)));
+    });
   }
 
   /** Stores units not stored yet (a batch chunk's records gzip-compressed); answers how many were new. */

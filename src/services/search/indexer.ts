@@ -75,7 +75,9 @@ export async function indexUnits(env: Env, merchantId: string, units: readonly U
   await Promise.all(
     [...byDay].map(async ([day, dayUnits]) => {
       const stub = searchDay(env, merchantId, day);
-      const missing = new Set((await stub.missing(dayUnits.map(keyOf))).map(unitKeyString));
+      const absent = await stub.missing(dayUnits.map(keyOf));
+      if (!Array.isArray(absent)) throw new Error(`search day ${day} could not be read: ${absent.failed}`);
+      const missing = new Set(absent.map(unitKeyString));
       const fresh = dayUnits.filter((unit) => missing.has(unitKeyString(unit)));
       if (fresh.length === 0) return;
       await addReferences(env, merchantId, day, fresh);

@@ -96,7 +96,17 @@ export interface SearchCursor {
 /** The filters' fingerprint: a cursor continues the search it came from, not another. */
 export function filtersFingerprint(filters: SearchFilters): number {
   const { created_at: _window, ...rest } = filters;
-  return hash53(JSON.stringify(rest, Object.keys(rest).sort()));
+  return hash53(canonicalJson(rest));
+}
+
+/** JSON with every object's keys in order, so equal filters give equal text. */
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
 
 export function encodeCursor(cursor: SearchCursor): string {
