@@ -199,8 +199,12 @@ export class SearchDay extends DurableObject<Env> {
     return null;
   }
 
-  /** The day's part of a search (docs/transactions.md, "Search"): positions newest first, and the count. */
-  async scan(request: DayScan): Promise<DayScanAnswer> {
+  /** The day's part of a search (docs/transactions.md, "Search"): positions newest first, and the count (a failure answered). */
+  async scan(request: DayScan): Promise<DayScanAnswer | DayFailure> {
+    return answerOrFailure(() => this.#scan(request));
+  }
+
+  async #scan(request: DayScan): Promise<DayScanAnswer> {
     const sql = this.ctx.storage.sql;
     const answer: DayScanAnswer = { positions: [], count: 0, exact: true, read: 0, stoppedAt: null };
     if (!readDayMeta(sql)) return answer;
@@ -288,8 +292,12 @@ export class SearchDay extends DurableObject<Env> {
     }
   }
 
-  /** The records at these positions, as they are now. */
-  async records(positions: readonly Position[], expiredBefore: string): Promise<PresentTransaction[]> {
+  /** The records at these positions, as they are now (a failure is answered, not thrown: the caller throws it). */
+  async records(positions: readonly Position[], expiredBefore: string): Promise<PresentTransaction[] | DayFailure> {
+    return answerOrFailure(() => this.#records(positions, expiredBefore));
+  }
+
+  async #records(positions: readonly Position[], expiredBefore: string): Promise<PresentTransaction[]> {
     const sql = this.ctx.storage.sql;
     if (!readDayMeta(sql)) return [];
     const wanted = new Set(positions.map((p) => p.id));

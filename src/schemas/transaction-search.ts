@@ -181,3 +181,25 @@ export const transactionSearchResponseSchema = z
     next_cursor: z.string().nullable().meta({ description: 'Send it as `cursor` for the next page; null on the last page.' }),
   })
   .meta({ id: 'TransactionSearchResult' });
+
+export const exportIdParamSchema = z.object({
+  id: z.string().regex(/^exp_[0-9a-v]{20}$/, 'malformed export id'),
+});
+
+/** An export as the API answers it (and `export.completed` carries). */
+export const transactionExportStateSchema = z
+  .strictObject({
+    id: z.string().meta({ description: 'exp_…' }),
+    status: z.enum(['running', 'completed', 'failed']),
+    rows: z.int().min(0).meta({ description: 'Rows written to the file so far.' }),
+    total_count: z.int().min(0).nullable().meta({ description: 'How many rows the export will hold (the first page\'s count); null until known.' }),
+    total_count_exact: z.boolean().meta({ description: 'False: total_count is a lower bound (docs/capacity.md, "Search").' }),
+    window: searchWindowSchema,
+    created_at: timestampSchema,
+    completed_at: timestampSchema.nullable(),
+    expires_at: timestampSchema.nullable().meta({ description: 'When the file is deleted (10 days after completion, BATCH_RETENTION_DAYS).' }),
+    download_url: z.string().nullable().meta({ description: 'GET it (secret key) for the CSV once completed.' }),
+    failure_reason: z.string().nullable(),
+  })
+  .meta({ id: 'TransactionExport' });
+export type TransactionExportState = z.infer<typeof transactionExportStateSchema>;

@@ -10,8 +10,9 @@ import { deletedSchema, successEnvelopeSchema, timestampSchema } from './envelop
 import { listQuerySchema } from './filebatch';
 import { batchRecordSchema } from './filebatch-response';
 import { settlementBatchSchema } from './settlement';
+import { transactionExportStateSchema } from './transaction-search';
 
-export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed'] as const;
+export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed', 'export.completed'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export const MAX_WEBHOOK_ENDPOINTS = 10;
@@ -128,7 +129,9 @@ export const webhookEventSchema = z
     id: z.string().meta({ description: 'evt_…: drop a delivery whose event id you have already handled.' }),
     type: z.enum(WEBHOOK_EVENT_TYPES),
     created_at: timestampSchema,
-    data: z.union([batchRecordSchema, settlementBatchSchema]).meta({ description: 'batch.*: the batch record; settlement.completed: the settlement batch.' }),
+    data: z
+      .union([batchRecordSchema, settlementBatchSchema, transactionExportStateSchema])
+      .meta({ description: 'batch.*: the batch record; settlement.completed: the settlement batch; export.completed: the export.' }),
   })
   .meta({ id: 'WebhookEvent' });
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;

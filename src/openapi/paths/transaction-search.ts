@@ -1,4 +1,12 @@
-import { transactionSearchResponseSchema, transactionSearchSchema } from '../../schemas/transaction-search';
+import { successEnvelopeSchema } from '../../schemas/envelope';
+import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
+import {
+  exportIdParamSchema,
+  transactionExportSchema,
+  transactionExportStateSchema,
+  transactionSearchResponseSchema,
+  transactionSearchSchema,
+} from '../../schemas/transaction-search';
 import { errors, json, ok, SECRET_KEY, type Registry } from './common';
 
 const tags = ['Transactions'];
@@ -32,6 +40,49 @@ export function registerTransactionSearch(registry: Registry): void {
     responses: {
       200: ok('A page of the matches, how many match, the window searched and the next page\'s cursor.', transactionSearchResponseSchema),
       ...errors([400, 401, 413], { 400: 'A malformed filter (the message names it), a card number in a value, a cursor of another search.' }),
+    },
+  });
+  const exportRecord = successEnvelopeSchema(transactionExportStateSchema);
+  registry.registerPath({
+    method: 'post',
+    path: '/api/transaction/export',
+    operationId: 'exportTransactions',
+    tags,
+    summary: 'Export every transaction a search finds to a CSV, in the background',
+    description:
+      "The search's filters (no paging), the window defaulting as a search's. 202 with the export (`status` running); " +
+      'GET /api/transaction/export/{id} shows its progress, and its download is the CSV once completed. Any size: written in steps ' +
+      "with the search's cursor (each transaction once however many arrive), memory flat. `export.completed` goes to the webhook " +
+      'endpoints subscribed to it. A settlement batch\'s transactions: `settlement_batch_id` `=` its id. Kept 10 days (BATCH_RETENTION_DAYS).',
+    security: SECRET_KEY,
+    request: { body: { required: true, content: json(transactionExportSchema, { settlement_batch_id: { operator: '=', value: 'stl_20261124_sandbox_demo0000000000000000' } }) } },
+    responses: { 202: ok('The export, started.', exportRecord), ...errors([400, 401, 413]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/transaction/export/{id}',
+    operationId: 'getTransactionExport',
+    tags,
+    summary: "An export's progress",
+    security: SECRET_KEY,
+    request: { params: exportIdParamSchema },
+    responses: { 200: ok('The export: rows written, total, status, and once completed its download_url and expires_at.', exportRecord), ...errors([400, 401, 404]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/transaction/export/{id}/download',
+    operationId: 'downloadTransactionExport',
+    tags,
+    summary: "A completed export's CSV (streamed from R2)",
+    security: SECRET_KEY,
+    request: { params: exportIdParamSchema },
+    responses: {
+      200: {
+        description: `The CSV: the result file's header and one row per transaction, newest first, every field quoted; the transactions as they were when the export read them. Columns: ${RESULT_COLUMNS.join(', ')}.`,
+        headers: { 'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; filename="transactions-{id}.csv"' } },
+        content: { 'text/csv': { schema: { type: 'string', contentMediaType: 'text/csv' } } },
+      },
+      ...errors([400, 401, 404, 409, 410], { 409: 'The export is still running (or failed).', 410: 'The export is past its 10 days (`export expired`).' }),
     },
   });
 }

@@ -58,8 +58,8 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
   const capped = plan.length > MAX_SEARCH_DAYS;
   plan = plan.slice(0, MAX_SEARCH_DAYS);
 
-  const scan = (p: DayPlan, want: number, count: boolean): Promise<DayScanAnswer> =>
-    searchDay(env, merchantId, p.day).scan({
+  const scan = async (p: DayPlan, want: number, count: boolean): Promise<DayScanAnswer> => {
+    const answer = await searchDay(env, merchantId, p.day).scan({
       from: maxIso(input.window.from, `${p.day}T00:00:00.000Z`),
       to: minIso(windowTo, new Date(Date.parse(`${p.day}T00:00:00.000Z`) + DAY_MS).toISOString()),
       after: input.after,
@@ -70,6 +70,9 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
       budget: SCAN_BUDGET_RECORDS,
       expiredBefore,
     });
+    if ('failed' in answer) throw new Error(`search day ${p.day} could not be read: ${answer.failed}`);
+    return answer;
+  };
 
   // One more than the page, to know whether another follows.
   const need = input.offset + input.limit + 1;
@@ -116,7 +119,9 @@ async function pageRecords(env: Env, merchantId: string, page: readonly Position
   const found = new Map<string, TransactionView>();
   await Promise.all(
     [...byDay].map(async ([day, positions]) => {
-      for (const tx of await searchDay(env, merchantId, day).records(positions, expiredBefore)) {
+      const answer = await searchDay(env, merchantId, day).records(positions, expiredBefore);
+      if (!Array.isArray(answer)) throw new Error(`search day ${day} could not be read: ${answer.failed}`);
+      for (const tx of answer) {
         found.set(String(tx.record.id), { ...tx.record, amount_refunded: tx.amountRefunded });
       }
     }),
