@@ -14,6 +14,7 @@ import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
 import { batchEvents } from './routes/batch-events';
 import { consoleRoutes } from './routes/console';
+import { consoleTransactions } from './routes/console-transactions';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
@@ -52,6 +53,8 @@ app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
 // The batch console's session and batch routes (its page is the pages app's GET /console).
 app.route('/console', consoleRoutes);
+// The console's Transactions page: search, detail, exports (docs/console.md, "Transactions").
+app.route('/console', consoleTransactions);
 
 app.use('/admin/*', requireAdmin);
 app.route('/admin', admin);

@@ -14,7 +14,7 @@ import { registerPages } from './paths/pages';
 import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
 import { registerTransaction } from './paths/transaction';
-import { registerTransactionSearch } from './paths/transaction-search';
+import { registerConsoleTransactions, registerTransactionSearch } from './paths/transaction-search';
 import { registerSettlement } from './paths/settlement';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
@@ -34,6 +34,7 @@ const RESOURCES = [
   registerPages,
   registerWebhooks,
   registerConsole,
+  registerConsoleTransactions,
 ];
 
 const TAGS = [

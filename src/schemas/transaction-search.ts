@@ -203,3 +203,22 @@ export const transactionExportStateSchema = z
   })
   .meta({ id: 'TransactionExport' });
 export type TransactionExportState = z.infer<typeof transactionExportStateSchema>;
+
+/** A transaction with its lifecycle (the console's detail view). */
+export const transactionDetailSchema = z
+  .strictObject({
+    record: transactionRecordSchema,
+    refunds: z.array(transactionRecordSchema).meta({ description: 'Its refunds, declined ones too, oldest first.' }),
+    events: z
+      .array(
+        z.strictObject({
+          kind: z.enum(['created', 'captured', 'settled', 'refunded', 'voided', 'expired']),
+          at: timestampSchema.nullable().meta({ description: 'When; null when the record does not say (a void, an expiry).' }),
+          amount: z.int().meta({ description: 'Minor units it moved.' }),
+          reference: z.string().nullable().meta({ description: 'What it names: the settlement batch (settled), the refund (refunded).' }),
+          outcome: z.string().nullable().meta({ description: "The transaction's response (created), the refund's status (refunded)." }),
+        }),
+      )
+      .meta({ description: 'Its life in order.' }),
+  })
+  .meta({ id: 'TransactionDetail' });

@@ -1,7 +1,10 @@
 import { successEnvelopeSchema } from '../../schemas/envelope';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
+import { z } from 'zod';
+import { transactionIdParamSchema } from '../../schemas/transaction-http';
 import {
   exportIdParamSchema,
+  transactionDetailSchema,
   transactionExportSchema,
   transactionExportStateSchema,
   transactionSearchResponseSchema,
@@ -83,6 +86,72 @@ export function registerTransactionSearch(registry: Registry): void {
         content: { 'text/csv': { schema: { type: 'string', contentMediaType: 'text/csv' } } },
       },
       ...errors([400, 401, 404, 409, 410], { 409: 'The export is still running (or failed).', 410: 'The export is past its 10 days (`export expired`).' }),
+    },
+  });
+}
+
+const CONSOLE_SESSION = [{ consoleSession: [] }];
+const CSRF = { headers: z.object({ 'X-CSRF-Token': z.string().meta({ description: 'The `csrf_token` of the session.' }) }) };
+
+/** The console's Transactions page's routes (session cookie; CSRF token on POST). */
+export function registerConsoleTransactions(registry: Registry): void {
+  const tags = ['Console'];
+  const exportRecord = successEnvelopeSchema(transactionExportStateSchema);
+  registry.registerPath({
+    method: 'post',
+    path: '/console/transactions/search',
+    operationId: 'consoleSearchTransactions',
+    tags,
+    summary: 'The console\'s search: the same request and answer as POST /api/transaction/search',
+    security: CONSOLE_SESSION,
+    request: { ...CSRF, body: { required: true, content: json(transactionSearchSchema) } },
+    responses: { 200: ok('A page of the matches.', transactionSearchResponseSchema), ...errors([400, 401, 403, 413], { 403: 'Another origin, or a missing or wrong X-CSRF-Token.' }) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/transactions/{id}',
+    operationId: 'consoleTransactionDetail',
+    tags,
+    summary: 'A transaction with its refunds and the events of its life (created, captured, settled, refunded, voided, expired)',
+    security: CONSOLE_SESSION,
+    request: { params: transactionIdParamSchema },
+    responses: { 200: ok('The transaction as it is now, its refunds and its lifecycle.', successEnvelopeSchema(transactionDetailSchema)), ...errors([400, 401, 404]) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/console/transactions/export',
+    operationId: 'consoleExportTransactions',
+    tags,
+    summary: 'The console\'s export: the same as POST /api/transaction/export',
+    security: CONSOLE_SESSION,
+    request: { ...CSRF, body: { required: true, content: json(transactionExportSchema) } },
+    responses: { 202: ok('The export, started.', exportRecord), ...errors([400, 401, 403, 413], { 403: 'Another origin, or a missing or wrong X-CSRF-Token.' }) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/transactions/export/{id}',
+    operationId: 'consoleTransactionExport',
+    tags,
+    summary: "An export's progress (as GET /api/transaction/export/{id})",
+    security: CONSOLE_SESSION,
+    request: { params: exportIdParamSchema },
+    responses: { 200: ok('The export.', exportRecord), ...errors([400, 401, 404]) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/transactions/export/{id}/download',
+    operationId: 'consoleDownloadTransactionExport',
+    tags,
+    summary: "A completed export's CSV (as GET /api/transaction/export/{id}/download)",
+    security: CONSOLE_SESSION,
+    request: { params: exportIdParamSchema },
+    responses: {
+      200: {
+        description: 'The CSV.',
+        headers: { 'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; filename="transactions-{id}.csv"' } },
+        content: { 'text/csv': { schema: { type: 'string', contentMediaType: 'text/csv' } } },
+      },
+      ...errors([400, 401, 404, 409, 410]),
     },
   });
 }
