@@ -5,7 +5,7 @@
 //
 //   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
-//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost (baseline always runs)
+//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost, search (baseline always runs)
 //   npm run bench -- --quick               shorter runs and smaller files (no 500,000-row file), for development
 //   npm run bench -- --profile             the cost runs' profiles in detail (top functions, every binding call)
 //   options: --connections N  --duration S  --warmup S  --rounds N  --tool wrk|autocannon  --keep-state
@@ -23,6 +23,7 @@ import { contentionScenarios } from './bench/scenarios/contention.mjs';
 import { fairnessScenarios } from './bench/scenarios/fairness.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { runCost } from './bench/scenarios/cost.mjs';
+import { runSearchBench } from './bench/scenarios/search.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios, runLimiterInIsolate } from './bench/scenarios/lookup.mjs';
 import { startServer } from './bench/server.mjs';
@@ -30,7 +31,7 @@ import { startServer } from './bench/server.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search'];
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
@@ -214,6 +215,18 @@ if (settings.groups.has('lookup') && wanted('lookup warm (limiter in isolate)'))
   } catch (error) {
     log(`lookup warm (limiter in isolate): ${error.message}`);
     rows.push({ group: 'lookup', scenario: 'lookup warm (limiter in isolate)', skipped: `failed: ${error.message}` });
+  }
+}
+
+// Search (issue 33): indexing's rows written, a 100-shard merchant's first pages, a 100,000-row
+// export; the probe's server of its own, after the main run.
+if (settings.groups.has('search') && wanted('search')) {
+  try {
+    for (const row of await runSearchBench(ctx)) rows.push({ group: 'search', ...row });
+  } catch (error) {
+    failed = true;
+    log(`search: ${error.message}`);
+    rows.push({ group: 'search', scenario: 'search', skipped: `failed: ${error.message}` });
   }
 }
 

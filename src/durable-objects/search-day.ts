@@ -324,14 +324,18 @@ export class SearchDay extends DurableObject<Env> {
     });
   }
 
-  override async alarm(): Promise<void> {
+  /** Retention at `now` (the alarm's time; the bench passes its own): past TRANSACTION_RETENTION_DAYS the object empties itself. */
+  async runRetention(now: string): Promise<boolean> {
     const meta = readDayMeta(this.ctx.storage.sql);
-    if (!meta) return;
-    if (meta.deleteAt > new Date().toISOString()) {
-      await this.ctx.storage.setAlarm(Date.parse(meta.deleteAt));
-      return;
-    }
+    if (!meta || meta.deleteAt > now) return false;
     await this.ctx.storage.deleteAll();
+    return true;
+  }
+
+  override async alarm(): Promise<void> {
+    if (await this.runRetention(new Date().toISOString())) return;
+    const meta = readDayMeta(this.ctx.storage.sql);
+    if (meta) await this.ctx.storage.setAlarm(Date.parse(meta.deleteAt));
   }
 }
 
