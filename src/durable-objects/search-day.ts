@@ -32,6 +32,7 @@ import {
   unitKeysOfShard,
   unitKeysSettledOn,
   unitKeyString,
+  unitMembers,
   unitsAt,
   unitsBefore,
   unpackRecord,
@@ -160,12 +161,13 @@ export class SearchDay extends DurableObject<Env> {
       let found = 0;
       const changes = readChanges(sql, ids);
       const units = new Map<string, UnitKey>();
+      const members = new Map<string, Set<number | string>>();
       for (const id of ids) {
         if (changes.has(id)) {
           found++;
           continue;
         }
-        const unit = this.#unitOf(shard, id);
+        const unit = this.#unitOf(shard, id, members);
         if (unit) {
           found++;
           units.set(unitKeyString(unit), unit);
@@ -183,18 +185,26 @@ export class SearchDay extends DurableObject<Env> {
     });
   }
 
-  /** The unit holding a transaction of `shard`: its own page (API, refund), or its chunk's (a batch row). */
-  #unitOf(shard: string, id: string): UnitKey | null {
+  /**
+   * The unit holding a transaction of `shard`: its own page (API, refund), or its chunk's (a batch
+   * row), checked against the lines the unit holds: a chunk may have been claimed by more than one
+   * attempt, and the floor page found here may be an earlier chunk held by this day while the row's
+   * own chunk ran on another day. `members` caches each unit's lines for one call.
+   */
+  #unitOf(shard: string, id: string, members: Map<string, Set<number | string>> = new Map()): UnitKey | null {
     const sql = this.ctx.storage.sql;
     const own = unitKeysOfPage(sql, shard, id);
     if (own.length > 0) return own[0] ?? null;
     const parsed = parseTransactionId(id);
     if (parsed?.kind !== 'batch') return null;
-    const candidates = unitKeysOfFloorPage(sql, shard, chunkPage(parsed.line));
-    if (candidates.length <= 1) return candidates[0] ?? null;
-    // A chunk claimed by more than one attempt: the unit whose lines hold this one.
-    for (const unit of readUnits(sql, candidates)) {
-      if ((JSON.parse(unit.members) as (number | string)[]).includes(parsed.line)) return unit;
+    for (const unit of unitKeysOfFloorPage(sql, shard, chunkPage(parsed.line))) {
+      const key = unitKeyString(unit);
+      let lines = members.get(key);
+      if (lines === undefined) {
+        lines = new Set(unitMembers(sql, unit));
+        members.set(key, lines);
+      }
+      if (lines.has(parsed.line)) return unit;
     }
     return null;
   }

@@ -268,6 +268,12 @@ export function readUnits(sql: SqlStorage, keys: readonly UnitKey[]): StoredUnit
     .toArray();
 }
 
+/** The batch lines (or ids) a unit holds, without reading its records. */
+export function unitMembers(sql: SqlStorage, key: UnitKey): (number | string)[] {
+  const row = sql.exec<{ members: string }>('SELECT members FROM units WHERE shard = ? AND page = ? AND at = ?', key.shard, key.page, key.at).toArray()[0];
+  return row ? (JSON.parse(row.members) as (number | string)[]) : [];
+}
+
 /** How many records the units created in [from, to) hold: their stored counts, no record read. */
 export function countBetween(sql: SqlStorage, from: string, to: string): number {
   if (!hasTables(sql)) return 0;

@@ -8,7 +8,11 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
-import { searchDayName } from '../../src/services/search/names';
+import { searchDayName, searchDirectory } from '../../src/services/search/names';
+import { searchTransactions } from '../../src/services/search/search';
+import { processTransactions } from '../../src/services/transactions/engine';
+import { settlementObject } from '../../src/services/settlement/index-registry';
+import { transactionSearchSchema } from '../../src/schemas/transaction-search';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, createUnqueuedBatch, csv, deliver, saleRows, status, uploadOk, waitForStatus } from '../helpers/batch';
@@ -149,5 +153,40 @@ describe('batch rows', () => {
     expect(retried.explicitAcks).toHaveLength(1);
     expect((await status(shop.secretKey, id)).processed_lines).toBe(5);
     expect((await search(shop, { batch_id: eq(id) })).total_count).toBe(5);
+  });
+});
+
+describe('a batch whose chunks ran on two days', () => {
+  it('is found on both days, by batch_id and by the settlement batch both days settled into', async () => {
+    const shop = await createMerchant({ name: 'Midnight Batch Shop' });
+    const caller = { merchantId: shop.id, merchantName: shop.name, keyId: 'key_test', keyType: 'secret' as const, enhancedBinLookup: false, surchargeRateBps: 0, maxCreditAmount: 100_000 };
+    const batchId = 'bat_midnight00000000000a';
+    const chunk = async (firstLine: number, at: string) => {
+      const lines = [firstLine, firstLine + 1, firstLine + 2];
+      const outcomes = await processTransactions(
+        env,
+        caller,
+        lines.map((line) => ({ input: { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: String(1000 + line) }, idempotencyKey: `${batchId}:${line}`, line })),
+        { source: 'batch', ipAddress: null, batchId, batchCreatedAt: '2027-05-01T23:50:00.000Z', chunkFirstLine: firstLine },
+        () => new Date(at),
+      );
+      expect(outcomes.every((o) => o.ok)).toBe(true);
+    };
+    await chunk(2, '2027-05-01T23:59:00.000Z');
+    await chunk(5, '2027-05-02T00:01:00.000Z');
+    const searchAt = async (body: object, at: string) => {
+      const outcome = await searchTransactions(env, shop.id, transactionSearchSchema.parse({ limit: 100, ...body }), () => new Date(at));
+      if (!outcome.ok) throw new Error(outcome.message);
+      return outcome.answer;
+    };
+    expect((await searchAt({ batch_id: eq(batchId) }, '2027-05-02T00:02:00.000Z')).total_count).toBe(6);
+    const run = await settlementObject(env, shop.id).settle(shop.id, '2027-05-02T00:05:00.000Z', '2027-05-02T00:05:00.000Z');
+    const settled = run.batches[0];
+    expect(settled?.num_transactions).toBe(6);
+    const bySettlement = await searchAt({ settlement_batch_id: eq(String(settled?.id)) }, '2027-05-02T00:06:00.000Z');
+    expect(bySettlement.total_count).toBe(6);
+    expect(new Set(bySettlement.data.map((r) => String(r.created_at).slice(0, 10)))).toEqual(new Set(['2027-05-01', '2027-05-02']));
+    expect(bySettlement.data.every((r) => r.status === 'settled' && r.settlement_batch_id === settled?.id)).toBe(true);
+    expect(await searchDirectory(env, shop.id).settledDays('2027-05-02')).toEqual(['2027-05-02', '2027-05-01']);
   });
 });
