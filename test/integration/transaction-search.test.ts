@@ -344,3 +344,36 @@ describe('merchants and refusals', () => {
     expect((await refused(shop, { amounts: { operator: '=', value: 1 } })).errors[0]).toEqual({ field: 'amounts', msg: 'unknown field; did you mean amount?' });
   });
 });
+
+describe("FluidPay's SDK (fluidpay-go TransactionSearchRequest)", () => {
+  it('takes the bodies it sends, and answers what its doList decodes', async () => {
+    const shop = await createMerchant({ name: 'FluidPay SDK Shop' });
+    const made = await create(shop, { transaction_type: 'sale', cc_number: VISA, amount: 1000, billing_first_name: 'Ann', billing_postal_code: '10001' });
+    const day = made.created_at.slice(0, 10);
+    // Search(nil) sends {}; Amount: GreaterThan(0), Limit: 10; CreatedAt: Day(t) (00:00:00 to 23:59:59, no fraction);
+    // DateRange(start, end) in RFC 3339; an AddressQuery; Offset.
+    const bodies = [
+      {},
+      { amount: { operator: '>', value: 0 }, limit: 10 },
+      { created_at: { start_date: `${day}T00:00:00Z`, end_date: `${day}T23:59:59Z` } },
+      { billing_address: { first_name: { operator: '=', value: 'Ann' }, postal_code: { operator: '=', value: '10001' } }, limit: 100, offset: 0 },
+      { status: { operator: '!=', value: 'declined' }, type: { operator: '=', value: 'sale' }, transaction_id: { operator: '=', value: made.id } },
+    ];
+    for (const body of bodies) {
+      const response = await call('POST', '/api/transaction/search', { key: shop.secretKey, body });
+      expect(response.status, JSON.stringify(body)).toBe(200);
+      const answer = await response.json<{ status: string; msg: string; total_count: number; data: Tx[] }>();
+      // The envelope doList reads: status "success", data an array of records, total_count.
+      expect(answer.status).toBe('success');
+      expect(answer.total_count, JSON.stringify(body)).toBe(1);
+      expect(answer.data.map((r) => r.id)).toEqual([made.id]);
+      // Go's time.Time parses RFC 3339: created_at always, captured_at and settled_at when not null.
+      expect(answer.data[0]?.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(typeof answer.data[0]?.amount).toBe('number');
+    }
+    // An id in FluidPay's own format matches nothing (it cannot name a binbatch transaction): 200, none.
+    const foreign = await search(shop, { transaction_id: { operator: '=', value: 'b7kgflt1tlv51er0fts0' } });
+    expect(foreign.total_count).toBe(0);
+    expect(foreign.data).toEqual([]);
+  });
+});
