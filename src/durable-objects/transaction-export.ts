@@ -8,6 +8,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
+import { redactDigits } from '../lib/redact';
 import { abandonExport, announceExport, deleteExportFile, exportStep } from '../services/search/exports';
 import { createExport, readExport, readPending, saveProgress, type ExportQuery, type ExportRow } from '../storage/exports';
 
@@ -63,7 +64,7 @@ export class TransactionExport extends DurableObject<Env> {
         next = await exportStep(this.env, row, readPending(sql), at);
       } catch (err) {
         // The detail goes to the log; the merchant is told what to do.
-        console.error(JSON.stringify({ level: 'error', event: 'export_step_failed', export: row.id, failures: row.failures + 1, error: err instanceof Error ? err.message : 'unknown error' }));
+        console.error(JSON.stringify({ level: 'error', event: 'export_step_failed', export: row.id, failures: row.failures + 1, error: redactDigits(err instanceof Error ? err.message : 'unknown error') }));
         const reason = `the export could not be written after ${MAX_FAILURES} attempts: start it again`;
         const failed = row.failures + 1 >= MAX_FAILURES ? await abandonExport(this.env, { ...row, failures: row.failures + 1 }, reason, at) : { ...row, failures: row.failures + 1 };
         saveProgress(sql, failed, readPending(sql));
