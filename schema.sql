@@ -409,7 +409,7 @@ CREATE TABLE IF NOT EXISTS webhook_transaction_event_health (
 CREATE TABLE IF NOT EXISTS webhook_events (
   id TEXT PRIMARY KEY,
   merchant_id TEXT NOT NULL REFERENCES merchants(id),
-  type TEXT NOT NULL CHECK (type IN ('batch.completed', 'batch.failed', 'settlement.completed')),
+  type TEXT NOT NULL CHECK (type IN ('batch.completed', 'batch.failed', 'settlement.completed', 'export.completed')),
   batch_id TEXT NOT NULL,
   payload TEXT NOT NULL,
   created_at TEXT NOT NULL,

@@ -5,7 +5,7 @@
 //
 //   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
-//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost (baseline always runs)
+//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost, search (baseline always runs)
 //   npm run bench -- --only largest        the largest workloads (a 500,000-row file and an API day shard of
 //                                          a million transactions, settled and archived step by step, the
 //                                          CPU and heap of each step against the limits); not in a full run
@@ -30,6 +30,7 @@ import { contentionScenarios } from './bench/scenarios/contention.mjs';
 import { fairnessScenarios } from './bench/scenarios/fairness.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { runCost } from './bench/scenarios/cost.mjs';
+import { runSearchBench } from './bench/scenarios/search.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios, runLimiterInIsolate } from './bench/scenarios/lookup.mjs';
 import { startServer } from './bench/server.mjs';
@@ -38,7 +39,7 @@ import { runLargest } from './bench/scenarios/largest.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'largest'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search', 'largest'];
 /** A full run: every group but `largest` (an hour on its own; run it with --only largest). */
 const FULL_GROUPS = GROUPS.filter((g) => g !== 'largest');
 const { values } = parseArgs({
@@ -240,6 +241,18 @@ if (settings.groups.has('lookup') && wanted('lookup warm (limiter in isolate)'))
   } catch (error) {
     log(`lookup warm (limiter in isolate): ${error.message}`);
     rows.push({ group: 'lookup', scenario: 'lookup warm (limiter in isolate)', skipped: `failed: ${error.message}` });
+  }
+}
+
+// Search (issue 33): indexing's rows written, a 100-shard merchant's first pages, a 100,000-row
+// export; the probe's server of its own, after the main run.
+if (settings.groups.has('search') && wanted('search')) {
+  try {
+    for (const row of await runSearchBench(ctx)) rows.push({ group: 'search', ...row });
+  } catch (error) {
+    failed = true;
+    log(`search: ${error.message}`);
+    rows.push({ group: 'search', scenario: 'search', skipped: `failed: ${error.message}` });
   }
 }
 

@@ -14,10 +14,12 @@ import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
 import { batchEvents } from './routes/batch-events';
 import { consoleRoutes } from './routes/console';
+import { consoleTransactions } from './routes/console-transactions';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
 import { transaction } from './routes/transaction';
+import { transactionSearch } from './routes/transaction-search';
 import { vault } from './routes/vault';
 import { webhooks } from './routes/webhooks';
 
@@ -53,6 +55,8 @@ app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
 // The batch console's session and batch routes (its page is the pages app's GET /console).
 app.route('/console', consoleRoutes);
+// The console's Transactions page: search, detail, exports (docs/console.md, "Transactions").
+app.route('/console', consoleTransactions);
 
 app.use('/admin/*', requireAdmin);
 app.route('/admin', admin);
@@ -67,6 +71,8 @@ const api = app
   .route('/api/lookup', lookup)
   .route('/api/tokenizer', tokenizer)
   .route('/api/vault', vault)
+  // Search before the transaction routes: /search is not an id.
+  .route('/api/transaction', transactionSearch)
   .route('/api/transaction', transaction)
   .route('/api/settlement', settlement)
   .route('/api/filebatch', batchEvents)

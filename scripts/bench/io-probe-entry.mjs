@@ -21,7 +21,14 @@ import worker, {
   BatchProgress as ServiceBatchProgress,
   LedgerShard as ServiceLedgerShard,
   SandboxAcquirer as ServiceSandboxAcquirer,
+  SearchDay as ServiceSearchDay,
+  SearchDirectory as ServiceSearchDirectory,
+  SearchKeys as ServiceSearchKeys,
+  TransactionExport as ServiceTransactionExport,
 } from '../../src/index.ts';
+import { authenticateKey } from '../../src/services/merchants.ts';
+import { searchDayName, searchKeysName, weekOf } from '../../src/services/search/names.ts';
+import { processTransactions } from '../../src/services/transactions/engine.ts';
 import { retentionDays, shardFor } from '../../src/services/transactions/ledger.ts';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry.ts';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox.ts';
@@ -42,7 +49,7 @@ function emptyTotals() {
     kv: new Map(),
     r2: { classA: 0, classB: 0, free: 0, bytesByPrefix: {} },
     queue: { messagesSent: 0, writeOps: 0, deliveries: 0, readOps: 0, deleteOps: 0, retries: 0 },
-    durableObjects: { requests: 0, alarms: 0, busy: new Map(), sqlCursors: [], sqlStatements: 0, alarmRowsWritten: 0, ledgerBytesHeld: 0 },
+    durableObjects: { requests: 0, alarms: 0, busy: new Map(), sqlCursors: [], sqlStatements: 0, alarmRowsWritten: 0, ledgerBytesHeld: 0, byClass: new Map(), requestsByClass: new Map() },
     limiter: 0,
     email: { messages: 0 },
   };
@@ -247,13 +254,17 @@ function objectBusy(name, started, ended) {
   intervals.push([started, ended]);
   totals.durableObjects.busy.set(name, intervals);
 }
-function wrapStub(stub, label, name) {
+function wrapStub(stub, label, name, binding) {
   return new Proxy(stub, {
     get(target, prop) {
       const value = Reflect.get(target, prop);
       if (typeof prop !== 'string' || typeof value !== 'function') return value;
       return (...args) => {
         totals.durableObjects.requests += 1;
+        const perClass = totals.durableObjects.requestsByClass.get(binding) ?? { requests: 0, objects: new Set() };
+        perClass.requests += 1;
+        perClass.objects.add(name);
+        totals.durableObjects.requestsByClass.set(binding, perClass);
         const started = Date.now();
         return timed(`${label} ${prop}`, () =>
           Promise.resolve(Reflect.apply(value, target, args)).finally(() => objectBusy(name, started, Date.now())),
@@ -262,12 +273,12 @@ function wrapStub(stub, label, name) {
     },
   });
 }
-function wrapNamespace(namespace, label) {
+function wrapNamespace(namespace, label, binding) {
   return new Proxy(namespace, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
-      if (prop === 'getByName') return (name, ...rest) => wrapStub(value.call(target, name, ...rest), label, String(name));
-      if (prop === 'get') return (id, ...rest) => wrapStub(value.call(target, id, ...rest), label, String(id));
+      if (prop === 'getByName') return (name, ...rest) => wrapStub(value.call(target, name, ...rest), label, String(name), binding);
+      if (prop === 'get') return (id, ...rest) => wrapStub(value.call(target, id, ...rest), label, String(id), binding);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
@@ -302,7 +313,7 @@ function wrapEnv(env) {
     else if (looksLike(value, ['createMultipartUpload', 'put', 'get'])) wrapped[name] = wrapR2(value);
     else if (looksLike(value, ['getWithMetadata', 'put', 'get'])) wrapped[name] = wrapKv(value, name);
     else if (looksLike(value, ['sendBatch', 'send'])) wrapped[name] = wrapQueue(value);
-    else if (looksLike(value, ['idFromName', 'get'])) wrapped[name] = wrapNamespace(value, 'DO');
+    else if (looksLike(value, ['idFromName', 'get'])) wrapped[name] = wrapNamespace(value, 'DO', name);
     else if (looksLike(value, ['limit'])) wrapped[name] = wrapLimiter(value);
   }
   wrappedEnvs.set(env, wrapped);
@@ -315,8 +326,13 @@ function wrapEnv(env) {
  * written, per the Durable Objects pricing page). The storage is swapped on the state object before
  * the service's constructor runs, so its CREATE TABLE statements are counted too.
  */
-function meterObjectStorage(ctx) {
+function meterObjectStorage(ctx, label = 'object') {
   const storage = ctx.storage;
+  const classTotals = () => {
+    const entry = totals.durableObjects.byClass.get(label) ?? { cursors: [], alarmRowsWritten: 0 };
+    totals.durableObjects.byClass.set(label, entry);
+    return entry;
+  };
   const sql = new Proxy(storage.sql, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
@@ -325,6 +341,7 @@ function meterObjectStorage(ctx) {
           const cursor = value.apply(target, args);
           totals.durableObjects.sqlStatements += 1;
           totals.durableObjects.sqlCursors.push(cursor);
+          classTotals().cursors.push(cursor);
           return cursor;
         };
       }
@@ -338,6 +355,7 @@ function meterObjectStorage(ctx) {
       if (prop === 'setAlarm' || prop === 'deleteAlarm') {
         return (...args) => {
           totals.durableObjects.alarmRowsWritten += 1;
+          classTotals().alarmRowsWritten += 1;
           return value.apply(target, args);
         };
       }
@@ -347,8 +365,10 @@ function meterObjectStorage(ctx) {
           const tables = target.sql
             .exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
             .toArray();
-          for (const { name } of tables) totals.durableObjects.alarmRowsWritten += target.sql.exec(`SELECT COUNT(*) AS n FROM "${name}"`).one().n;
-          totals.durableObjects.alarmRowsWritten += 1;
+          let deleted = 1;
+          for (const { name } of tables) deleted += target.sql.exec(`SELECT COUNT(*) AS n FROM "${name}"`).one().n;
+          totals.durableObjects.alarmRowsWritten += deleted;
+          classTotals().alarmRowsWritten += deleted;
           return value.apply(target, args);
         };
       }
@@ -364,10 +384,10 @@ function meterObjectStorage(ctx) {
 }
 
 /** A service's Durable Object class, with its env wrapped, its storage counted and its alarms counted. */
-function metered(Service) {
+function metered(Service, label = Service.name) {
   return class extends Service {
     constructor(ctx, env) {
-      meterObjectStorage(ctx);
+      meterObjectStorage(ctx, label);
       super(ctx, wrapEnv(env));
     }
 
@@ -391,6 +411,20 @@ export class LedgerShard extends metered(ServiceLedgerShard) {
 /** The sandbox processor's memory. */
 export class SandboxAcquirer extends metered(ServiceSandboxAcquirer) {}
 
+/** The search index (docs/capacity.md, "Search"): its rows are counted per class (GET /__bench/io, `byClass`). */
+export class SearchDay extends metered(ServiceSearchDay, 'SearchDay') {
+  async benchDatabaseSize() {
+    return this.ctx.storage.sql.databaseSize;
+  }
+}
+export class SearchKeys extends metered(ServiceSearchKeys, 'SearchKeys') {
+  async benchDatabaseSize() {
+    return this.ctx.storage.sql.databaseSize;
+  }
+}
+export class SearchDirectory extends metered(ServiceSearchDirectory, 'SearchDirectory') {}
+export class TransactionExport extends metered(ServiceTransactionExport, 'TransactionExport') {}
+
 /**
  * POST /__bench/retention {"batchId": "..."}: the retention work of a batch's rows, done now as it
  * will be done later, so the cost run counts it: the batch's ledger shard archived to R2 and emptied
@@ -408,6 +442,10 @@ async function benchRetention(request, env) {
   // Retention runs in steps (one archive file each), as the shard's alarm runs them one tick at a time.
   let archived = await shard.stub.runRetention(archiveAt);
   for (let steps = 1; archived.more && steps < 1_000; steps += 1) archived = await shard.stub.runRetention(archiveAt);
+  // The search index's objects of the batch's days and weeks: held as long, then emptied by their
+  // alarms. They also hold the merchant's other transactions of those days, which are counted
+  // with the batch here: at most what its rows cost.
+  const search = await searchRetention(env, batch.merchant_id, shard.identity.name);
   const day = batch.created_at.slice(0, 10);
   const forgotten = [];
   for (const offset of [0, 1]) {
@@ -415,7 +453,64 @@ async function benchRetention(request, env) {
     const stub = metered.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(defaultSandboxProcessorId(batch.merchant_id), at));
     forgotten.push(await stub.forgetIfDue(at, new Date(Date.now() + 400 * 86_400_000).toISOString()));
   }
-  return Response.json({ archived, forgotten });
+  return Response.json({ archived, forgotten, search });
+}
+
+/** A shard's search day and week objects: their size held, then their retention run as their alarms will. */
+async function searchRetention(env, merchantId, shardName) {
+  const metered = wrapEnv(env);
+  const days = await env.SEARCH_DIRECTORY.getByName(merchantId).shardDays(shardName);
+  const dayMs = 86_400_000;
+  const later = (day, extraDays) => new Date(Date.parse(`${day}T00:00:00.000Z`) + (retentionDays(env) + extraDays) * dayMs).toISOString();
+  for (const day of days) {
+    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_DAY.getByName(searchDayName(merchantId, day)).benchDatabaseSize();
+    await metered.SEARCH_DAY.getByName(searchDayName(merchantId, day)).runRetention(later(day, 1));
+  }
+  for (const week of new Set(days.map(weekOf))) {
+    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).benchDatabaseSize();
+    await metered.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).upkeep(later(week, 8));
+  }
+  return { days };
+}
+
+/**
+ * POST /__bench/search-seed {"merchantKey", "days", "apiPerDay", "batches", "rowsPerBatch"}: a
+ * merchant's transactions spread over the last `days` UTC days, through the engine with the clock
+ * of each day (what `npm run dev` cannot do over HTTP): `apiPerDay` API sales a day (one API day
+ * shard each day) and `batches` batch files of `rowsPerBatch` rows, each on one of the days (a
+ * batch shard each), chunks of 500 rows. Answers the shards made and the rows.
+ */
+async function benchSearchSeed(request, env) {
+  const { merchantKey, days, apiPerDay, batches, rowsPerBatch } = await request.json();
+  const metered = wrapEnv(env);
+  const caller = await authenticateKey(env, merchantKey);
+  if (!caller) return Response.json({ error: 'unknown key' }, { status: 404 });
+  const dayMs = 86_400_000;
+  const today = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00.000Z`);
+  const dayStart = (d) => today - (days - 1 - d) * dayMs;
+  const sale = (i, tag) => ({ transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: String(1000 + (i % 5000)), order_id: `${tag}${i}` });
+  let apiRows = 0;
+  for (let d = 0; d < days; d++) {
+    const requests = Array.from({ length: apiPerDay }, (_, i) => ({ input: sale(i, `A${d}X`), idempotencyKey: `seed-${d}-${i}-${crypto.randomUUID()}` }));
+    for (const [i, one] of requests.entries()) {
+      const outcomes = await processTransactions(metered, caller, [one], { source: 'api', ipAddress: '203.0.113.9' }, () => new Date(dayStart(d) + 3_600_000 + i * 60_000));
+      if (outcomes[0]?.ok) apiRows++;
+    }
+  }
+  let batchRows = 0;
+  for (let b = 0; b < batches; b++) {
+    const d = b % days;
+    const batchId = `bat_${crypto.randomUUID().replaceAll('-', '').slice(0, 20)}`;
+    const createdAt = new Date(dayStart(d) + 7_200_000 + b * 1_000);
+    for (let first = 2; first < rowsPerBatch + 2; first += 500) {
+      const lines = Array.from({ length: Math.min(500, rowsPerBatch + 2 - first) }, (_, i) => first + i);
+      const requests = lines.map((line) => ({ input: sale(line, `B${b}X`), idempotencyKey: `${batchId}:${line}`, line }));
+      const context = { source: 'batch', ipAddress: '203.0.113.9', batchId, batchCreatedAt: createdAt.toISOString(), chunkFirstLine: first };
+      const outcomes = await processTransactions(metered, caller, requests, context, () => new Date(createdAt.getTime() + first * 10));
+      batchRows += outcomes.filter((o) => o.ok).length;
+    }
+  }
+  return Response.json({ apiShards: days, batchShards: batches, apiRows, batchRows, firstDay: new Date(dayStart(0)).toISOString().slice(0, 10) });
 }
 
 /**
@@ -489,6 +584,11 @@ function snapshot() {
       sqlStatements: totals.durableObjects.sqlStatements,
       sqlRowsRead: sum('rowsRead'),
       sqlRowsWritten: sum('rowsWritten') + totals.durableObjects.alarmRowsWritten,
+      // Rows written by each class of object (the search index's share of a unit of work).
+      rowsWrittenByClass: Object.fromEntries(
+        [...totals.durableObjects.byClass].map(([label, t]) => [label, t.cursors.reduce((n, c) => n + (Number(c.rowsWritten) || 0), 0) + t.alarmRowsWritten]),
+      ),
+      requestsByClass: Object.fromEntries([...totals.durableObjects.requestsByClass].map(([binding, t]) => [binding, { requests: t.requests, objects: t.objects.size }])),
       // Bytes of ledger shards archived by /__bench/retention: what they held until then.
       ledgerBytesHeld: totals.durableObjects.ledgerBytesHeld,
       ...(totals.durableObjects.storageUncounted ? { storageUncounted: true } : {}),
@@ -554,6 +654,7 @@ handler.fetch = (request, env, ctx) => {
   if (pathname === '/__bench/io') return Response.json(snapshot());
   if (pathname === '/__bench/retention' && request.method === 'POST') return benchRetention(request, env);
   if (pathname === '/__bench/receipts' && request.method === 'POST') return benchReceipts(request, env);
+  if (pathname === '/__bench/search-seed' && request.method === 'POST') return benchSearchSeed(request, env);
   if (pathname === '/__bench/io/reset' && request.method === 'POST') {
     totals = emptyTotals();
     return new Response(null, { status: 204 });

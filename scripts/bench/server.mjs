@@ -12,6 +12,32 @@ import { localEnv, runWrangler, seedLocalState } from '../local-state.mjs';
 /** Per-API-key limits in the bench's config copy: high enough that no scenario is throttled. */
 export const BENCH_RATE_LIMIT = 100_000_000;
 
+/**
+ * Ports from a range given in the environment (BENCH_PORT_RANGE="8911-8919" for the servers,
+ * BENCH_INSPECTOR_PORT_RANGE for their inspectors): on a machine shared by several checkouts each
+ * keeps to its own ports. Without it, free ports the OS picks.
+ */
+const portRanges = new Map();
+async function rangePort(variable) {
+  const range = /^(\d+)-(\d+)$/.exec(process.env[variable] ?? '');
+  if (!range) return freePort();
+  const [low, high] = [Number(range[1]), Number(range[2])];
+  for (let tries = 0; tries <= high - low; tries++) {
+    const port = portRanges.get(variable) ?? low;
+    portRanges.set(variable, port >= high ? low : port + 1);
+    if (await portIsFree(port)) return port;
+  }
+  throw new Error(`no free port in ${variable}=${process.env[variable]}`);
+}
+
+function portIsFree(port) {
+  return new Promise((resolveFree) => {
+    const probe = createServer();
+    probe.once('error', () => resolveFree(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolveFree(true)));
+  });
+}
+
 /** A port nobody listens on right now (the OS picks it). */
 export function freePort() {
   return new Promise((resolvePort, reject) => {
@@ -100,8 +126,8 @@ export async function startServer({ root, logDir, log = console.log, keepState =
   );
   await seedLocalState({ persistTo, config, sampleBins, log: (line) => log(`  ${line}`) });
 
-  const port = fixedPort ?? (await freePort());
-  const inspectorPort = fixedInspectorPort ?? (await freePort());
+  const port = fixedPort ?? (await rangePort('BENCH_PORT_RANGE'));
+  const inspectorPort = fixedInspectorPort ?? (await rangePort('BENCH_INSPECTOR_PORT_RANGE'));
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `server-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
   const out = createWriteStream(logFile);

@@ -54,6 +54,7 @@ import { announceSettlement } from '../services/settlement/events';
 import { systemClock } from '../lib/time';
 import { DURABLE_OBJECTS, HALF, WORKERS } from '../lib/platform-limits';
 import { DEFAULT_CUTOFF, batchDateOf, lastCutoff } from '../services/settlement/cutoff';
+import { indexSettlement } from '../services/search/changes'; // search (issue 33)
 
 const DAY_MS = 86_400_000;
 
@@ -221,6 +222,7 @@ export class MerchantSettlement extends DurableObject<Env> {
    */
   async #step(run: SettlementRunRow, now: string, budget: StepBudget): Promise<{ batches: SettlementBatch[]; failed: string[]; finished: boolean; progressed: boolean }> {
     const sql = this.ctx.storage.sql;
+    const merchantId = readSettlementMeta(sql)?.merchantId ?? '';
     const entryBudget = budget.entries ?? ENTRIES_PER_STEP;
     const pageEntries = budget.pageEntries ?? HANDOFF_ENTRIES_PER_PIECE;
     const failed: string[] = [];
@@ -246,6 +248,9 @@ export class MerchantSettlement extends DurableObject<Env> {
           progressed = true;
           if (answer.piece) {
             const piece = answer.piece;
+            // search (issue 33): the piece's transactions marked settled in the search index before the piece is recorded
+            // (a failure throws: the step fails and the shard answers the same piece again).
+            await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt);
             this.ctx.storage.transactionSync(() => recordPiece(sql, name, piece, { id: run.id, at: now, batchIdOf: settlementBatchId }));
             acked = piece.seq;
             entries += piece.entries.length;

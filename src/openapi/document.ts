@@ -14,6 +14,7 @@ import { registerPages } from './paths/pages';
 import { registerService } from './paths/service';
 import { registerTokenizer } from './paths/tokenizer';
 import { addPaymentSourceAlternatives, registerTransaction } from './paths/transaction';
+import { registerConsoleTransactions, registerTransactionSearch } from './paths/transaction-search';
 import { registerSettlement } from './paths/settlement';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
@@ -24,6 +25,7 @@ const RESOURCES = [
   registerLookup,
   registerTokenizer,
   registerVault,
+  registerTransactionSearch,
   registerTransaction,
   registerSettlement,
   registerFilebatch,
@@ -32,6 +34,7 @@ const RESOURCES = [
   registerPages,
   registerWebhooks,
   registerConsole,
+  registerConsoleTransactions,
 ];
 
 const TAGS = [

@@ -524,6 +524,76 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "section": "Lifecycle: capture, void, refund, expiry"
   },
   {
+    "method": "POST",
+    "path": "/api/transaction/search",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"order_id\": {\"operator\": \"=\", \"value\": \"ORD1001\"}}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction/search \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"order_id\": {\"operator\": \"=\", \"value\": \"ORD1001\"}}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"total_count\":1,\"total_count_exact\":true,\"data\":[{\"id\":\"txn_a…\",…,\"order_id\":\"ORD1001\",…}],\"window\":{\"start_date\":\"…\",\"end_date\":null,\"defaulted\":true},\"limit\":20,\"offset\":0,\"next_cursor\":null}",
+    "page": "docs/transactions",
+    "section": "Search"
+  },
+  {
+    "method": "POST",
+    "path": "/api/transaction/search",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"created_at\": {\"start_date\": \"$(date -u +%Y-%m-01)T00:00:00Z\"}, \"type\": {\"operator\": \"=\", \"value\": \"sale\"},\n       \"status\": {\"operator\": \"!=\", \"value\": \"declined\"}, \"amount\": {\"operator\": \">\", \"value\": 1000}, \"limit\": 2}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction/search \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d \"{\\\"created_at\\\": {\\\"start_date\\\": \\\"$(date -u +%Y-%m-01)T00:00:00Z\\\"}, \\\"type\\\": {\\\"operator\\\": \\\"=\\\", \\\"value\\\": \\\"sale\\\"},\n       \\\"status\\\": {\\\"operator\\\": \\\"!=\\\", \\\"value\\\": \\\"declined\\\"}, \\\"amount\\\": {\\\"operator\\\": \\\">\\\", \\\"value\\\": 1000}, \\\"limit\\\": 2}\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"total_count\":…,\"total_count_exact\":true,\"data\":[…],\"window\":{…,\"defaulted\":false},\"limit\":2,\"offset\":0,\"next_cursor\":…}",
+    "page": "docs/transactions",
+    "section": "Search"
+  },
+  {
+    "method": "POST",
+    "path": "/api/transaction/search",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"order_id\": {\"operator\": \"=\", \"value\": \"4111111111111111\"}}",
+    "source": "curl -s -X POST http://localhost:8787/api/transaction/search \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"order_id\": {\"operator\": \"=\", \"value\": \"4111111111111111\"}}'\n# → {\"status\":\"failed\",\"msg\":\"order_id.value: must not contain a card number\",\"data\":null,\"errors\":[{\"field\":\"order_id.value\",\"msg\":\"must not contain a card number\"}]}",
+    "page": "docs/transactions",
+    "section": "Search"
+  },
+  {
+    "method": "POST",
+    "path": "/api/transaction/export",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"settlement_batch_id\": {\"operator\": \"=\", \"value\": \"$BATCH\"}}",
+    "source": "EXPORT=$(curl -s -X POST http://localhost:8787/api/transaction/export \\\n  -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d \"{\\\"settlement_batch_id\\\": {\\\"operator\\\": \\\"=\\\", \\\"value\\\": \\\"$BATCH\\\"}}\" | sed -E 's/.*\"id\":\"(exp_[a-v0-9]+)\".*/\\1/')",
+    "page": "docs/transactions",
+    "section": "Exports"
+  },
+  {
+    "method": "GET",
+    "path": "/api/transaction/export/$EXPORT",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "until curl -s http://localhost:8787/api/transaction/export/$EXPORT -H \"Authorization: $SECRET\" | grep -q '\"status\":\"completed\"'; do sleep 1; done",
+    "page": "docs/transactions",
+    "section": "Exports"
+  },
+  {
+    "method": "GET",
+    "path": "/api/transaction/export/$EXPORT",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s http://localhost:8787/api/transaction/export/$EXPORT -H \"Authorization: $SECRET\"\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"exp_…\",\"status\":\"completed\",\"rows\":…,\"total_count\":…,\"total_count_exact\":true,…,\"download_url\":\"/api/transaction/export/exp_…/download\",\"failure_reason\":null}}",
+    "page": "docs/transactions",
+    "section": "Exports"
+  },
+  {
+    "method": "GET",
+    "path": "/api/transaction/export/$EXPORT/download",
+    "query": "",
+    "contentType": null,
+    "body": null,
+    "source": "curl -s http://localhost:8787/api/transaction/export/$EXPORT/download -H \"Authorization: $SECRET\" | head -n 1 | cut -d, -f1-5\n# → \"id\",\"user_name\",\"idempotency_key\",\"type\",\"transaction_source\"",
+    "page": "docs/transactions",
+    "section": "Exports"
+  },
+  {
     "method": "PATCH",
     "path": "/admin/merchants/demo0000000000000000",
     "query": "",
@@ -559,7 +629,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/transaction/$TX\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",…,\"receipts\":[{\"id\":\"txn_a…:sale\",\"transaction_id\":\"txn_a…\",\"kind\":\"sale\",\"to\":\"ada@example.com\",\"status\":\"sent\",\"attempts\":1,\"queued_at\":\"…\",\"next_attempt_at\":null,\"sent_at\":\"…\",\"failed_at\":null,\"last_error\":null}],\"amount_refunded\":0}}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/transaction/$TX\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"txn_a…\",…,\"receipts\":[{\"id\":\"txn_a…:sale\",\"transaction_id\":\"txn_a…\",\"kind\":\"sale\",\"to\":\"ada@example.com\",\"status\":\"sent\",\"attempts\":1,\"queued_at\":\"…\",\"next_attempt_at\":null,\"sent_at\":\"…\",\"failed_at\":null,\"last_error\":null}]}}",
     "page": "docs/receipts",
     "section": "The outbox: nothing lost, sent once"
   },
@@ -709,7 +779,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"url\": \"http://localhost:8789/webhooks\"}",
-    "source": "curl -s -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"url\": \"http://localhost:8789/webhooks\"}' http://localhost:8787/api/webhooks\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"whe_1ram4n995oimsb8tptic\",\"url\":\"http://localhost:8789/webhooks\",\"events\":[\"batch.completed\",\"batch.failed\",\"settlement.completed\"],\"created_at\":\"2026-11-23T11:45:21.540Z\",\"previous_secret_expires_at\":null,\"transaction_events\":null,\"secret\":\"whsec_njB3i4_VizgLIFhQ96yKta1Pqdbm0LaQd7UJG1yabZ4\"}}",
+    "source": "curl -s -H \"Authorization: $SECRET\" -H 'Content-Type: application/json' \\\n  -d '{\"url\": \"http://localhost:8789/webhooks\"}' http://localhost:8787/api/webhooks\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"whe_1ram4n995oimsb8tptic\",\"url\":\"http://localhost:8789/webhooks\",\"events\":[\"batch.completed\",\"batch.failed\",\"settlement.completed\",\"export.completed\"],\"created_at\":\"2026-11-23T11:45:21.540Z\",\"previous_secret_expires_at\":null,\"transaction_events\":null,\"secret\":\"whsec_njB3i4_VizgLIFhQ96yKta1Pqdbm0LaQd7UJG1yabZ4\"}}",
     "page": "docs/webhooks",
     "section": "A quick tour"
   },

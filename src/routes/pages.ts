@@ -18,7 +18,7 @@ const V1 = '/tokenizer/v1';
 
 export function isPagePath(pathname: string): boolean {
   // The batch console: its page and files; its JSON routes (/console/session, /console/batches) are the API app's.
-  if (pathname === '/console' || pathname.startsWith('/console/assets/')) return true;
+  if (pathname === '/console' || pathname === '/console/transactions' || pathname.startsWith('/console/assets/')) return true;
   return PAGE_PREFIXES.some((prefix) => pathname.startsWith(prefix));
 }
 
@@ -81,7 +81,16 @@ pages.get('/console', async (c) => {
     'Cache-Control': 'no-store',
   });
 });
-for (const file of ['console.js', 'console.css']) {
+// The console's Transactions page (docs/console.md, "Transactions"): the same headers as the console's.
+pages.get('/console/transactions', async (c) => {
+  const file = await fetchAsset(c, '/console/transactions.html', new Headers());
+  return c.body(bodyOf(file), 200, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Content-Security-Policy': CONSOLE_CSP,
+    'Cache-Control': 'no-store',
+  });
+});
+for (const file of ['console.js', 'console.css', 'transactions.js']) {
   pages.get(`/console/assets/${file}`, (c) => asset(c, `/console/assets/${file}`, { cacheControl: FRAME_FILES_CACHE_CONTROL, resourcePolicy: 'same-origin' }));
 }
 

@@ -12,8 +12,9 @@ import { batchRecordSchema } from './filebatch-response';
 import { receiptCountsSchema } from './receipts';
 import { settlementBatchSchema } from './settlement';
 import { transactionRecordSchema } from './transaction-response';
+import { transactionExportStateSchema } from './transaction-search';
 
-export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed', 'transaction_create'] as const;
+export const WEBHOOK_EVENT_TYPES = ['batch.completed', 'batch.failed', 'settlement.completed', 'export.completed', 'transaction_create'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /**
@@ -179,8 +180,8 @@ export const webhookEventSchema = z
     type: z.enum(WEBHOOK_EVENT_TYPES),
     created_at: timestampSchema,
     data: z
-      .union([batchEventRecordSchema, settlementBatchSchema])
-      .meta({ description: 'batch.*: the batch record with its email receipts counted; settlement.completed: the settlement batch.' }),
+      .union([batchEventRecordSchema, settlementBatchSchema, transactionExportStateSchema])
+      .meta({ description: 'batch.*: the batch record with its email receipts counted; settlement.completed: the settlement batch; export.completed: the export.' }),
   })
   .meta({ id: 'WebhookEvent' });
 

@@ -8,6 +8,7 @@ import { vi } from 'vitest';
 import { admin, call, createMerchant, type TestMerchant } from './api';
 import { createUnqueuedBatch, csv, waitForStatus } from './batch';
 import { createEndpoint, deliveries, receiver } from './webhooks';
+import { transactionExport } from '../../src/services/search/exports';
 
 export type Auth = 'secret' | 'any' | 'admin' | 'none';
 
@@ -51,6 +52,8 @@ export interface World {
   deliveryId: string;
   /** An endpoint only DELETE uses. */
   webhookToDelete: string;
+  /** A completed export of the owner's transactions (issue 33). */
+  exportId: string;
 }
 
 export interface Endpoint {
@@ -196,6 +199,34 @@ export const endpoints: Endpoint[] = [
     auth: 'secret',
     path: () => '/api/settlement/batch/search',
     body: () => ({ limit: 10 }),
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/transaction/search',
+    auth: 'secret',
+    path: () => '/api/transaction/search',
+    body: () => ({ amount: { operator: '>', value: 0 }, limit: 10 }),
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/transaction/export',
+    auth: 'secret',
+    path: () => '/api/transaction/export',
+    body: () => ({ type: { operator: '=', value: 'sale' } }),
+    okStatus: 202,
+  },
+  {
+    route: 'GET /api/transaction/export/:id',
+    auth: 'secret',
+    path: (w) => `/api/transaction/export/${w.exportId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'GET /api/transaction/export/:id/download',
+    auth: 'secret',
+    path: (w) => `/api/transaction/export/${w.exportId}/download`,
+    owned: true,
     okStatus: 200,
   },
   {
@@ -558,6 +589,10 @@ export async function buildWorld(): Promise<World> {
   const running = await createUnqueuedBatch(owner.secretKey, noCards, 'running.csv');
   const toCancel = await createUnqueuedBatch(owner.secretKey, noCards, 'to-cancel.csv');
 
+  // A completed export of the owner's transactions: its steps run here rather than by its alarm.
+  const started = await json<{ id: string }>(await call('POST', '/api/transaction/export', { key: owner.secretKey, body: {} }), 202, 'export');
+  while ((await transactionExport(env, started.id).run(new Date().toISOString())).export?.status === 'running');
+
   return {
     owner,
     intruder,
@@ -585,6 +620,7 @@ export async function buildWorld(): Promise<World> {
     webhookUrl: hook.url,
     deliveryId: delivery.id,
     webhookToDelete: webhookToDelete.id,
+    exportId: started.id,
   };
 }
 

@@ -9,12 +9,19 @@ import { openApiDocument } from '../../src/openapi/document';
 import { ADMIN_TOKEN, call, createMerchant, type TestMerchant } from '../helpers/api';
 import { expectFailedEnvelope } from '../helpers/fuzz';
 
-/** The console's routes take requests from their own origin only; the tokenizer's, from no browser but its frame. */
-const sameOrigin = (path: string): Record<string, string> => (path.startsWith('/console/') ? { Origin: 'http://binbatch.test' } : {});
+/**
+ * The console's routes take requests from their own origin only (the tokenizer's, from no browser
+ * but its frame); those behind the console's session get the shop's session cookie and CSRF token.
+ */
+let session: Record<string, string> = {};
+const sameOrigin = (path: string): Record<string, string> => (path.startsWith('/console/') ? { Origin: 'http://binbatch.test', ...(path === '/console/session' ? {} : session) } : {});
 let shop: TestMerchant;
 
 beforeAll(async () => {
   shop = await createMerchant({ name: 'First Hour Shop' });
+  const signIn = await call('POST', '/console/session', { body: { api_key: shop.secretKey }, headers: { Origin: 'http://binbatch.test' } });
+  const { data } = await signIn.json<{ data: { csrf_token: string } }>();
+  session = { Cookie: (signIn.headers.get('Set-Cookie') ?? '').split(';')[0] ?? '', 'X-CSRF-Token': data.csrf_token };
 });
 
 /** Every documented operation that takes a JSON body, with a concrete path and the credential it takes. */

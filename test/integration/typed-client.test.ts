@@ -95,3 +95,28 @@ describe('the typed client', () => {
     expect(await search.json()).toMatchObject({ status: 'success', total_count: 0 });
   });
 });
+
+describe('the typed client: search and exports (issue 33)', () => {
+  it('searches with FluidPay filters and pages with the cursor, typed; starts an export and reads it', async () => {
+    const shop = await createMerchant({ name: 'Typed Search Shop' });
+    const client = createClient('http://binbatch.test', { apiKey: shop.secretKey, fetch: workerFetch });
+    for (const amount of [1000, 2000, 3000]) {
+      const made = await client.api.transaction.$post({ json: { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount }, header: {} });
+      expect(made.status).toBe(201);
+    }
+    const first = await client.api.transaction.search.$post({ json: { amount: { operator: '>', value: 1000 }, limit: 1 } });
+    expect(first.status).toBe(200);
+    const page = await first.json();
+    // total_count and next_cursor are typed from the answer's schema.
+    expect(page.total_count).toBe(2);
+    expect(page.data[0]?.amount).toBe(3000);
+    const cursor = page.next_cursor ?? '';
+    const second = await (await client.api.transaction.search.$post({ json: { amount: { operator: '>', value: 1000 }, limit: 1, cursor } })).json();
+    expect(second.data[0]?.amount).toBe(2000);
+    const started = await client.api.transaction.export.$post({ json: { amount: { operator: '>', value: 1000 } } });
+    expect(started.status).toBe(202);
+    const { data } = await started.json();
+    const progress = await (await client.api.transaction.export[':id'].$get({ param: { id: data.id } })).json();
+    expect(progress.data.id).toBe(data.id);
+  });
+});

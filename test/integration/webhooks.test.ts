@@ -36,7 +36,7 @@ describe('POST /api/webhooks', () => {
     expect(body.data).toEqual({
       id: expect.stringMatching(/^whe_[a-z0-9]{20}$/),
       url: 'https://hooks.example.test/a',
-      events: ['batch.completed', 'batch.failed', 'settlement.completed'], // every event type when none are named
+      events: ['batch.completed', 'batch.failed', 'settlement.completed', 'export.completed'], // every event type when none are named
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       previous_secret_expires_at: null,
       // How its transaction_create events fare (issue 34): null, it does not take them.

@@ -27,6 +27,7 @@ const FILES: [path: string, operationId: string, tag: string, summary: string, m
   ['/docs/docs.js', 'docsScript', 'Service', 'The docs page script: renders /openapi.json', 'text/javascript'],
   ['/console/assets/console.js', 'consoleScript', 'Console', "The batch console's script; revalidated on every load", 'text/javascript'],
   ['/console/assets/console.css', 'consoleStyles', 'Console', "The batch console's styles; revalidated on every load", 'text/css'],
+  ['/console/assets/transactions.js', 'consoleTransactionsScript', 'Console', "The console's Transactions page script; revalidated on every load", 'text/javascript'],
 ];
 
 export function registerPages(registry: Registry): void {
@@ -52,6 +53,16 @@ export function registerPages(registry: Registry): void {
       '`Cache-Control: no-store`. Its requests go to the /console routes with the session cookie.',
     security: NO_AUTH,
     responses: { 200: { description: 'The console page.', content: { 'text/html': { schema: z.string() } } } },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/transactions',
+    operationId: 'consoleTransactionsPage',
+    tags: ['Console'],
+    summary: "The console's Transactions page: search with the common filters, pages of results, a transaction's lifecycle, exports",
+    description: 'The same page rules as GET /console (its origin only, strict CSP, no-store); it signs in through GET /console.',
+    security: NO_AUTH,
+    responses: { 200: { description: 'The Transactions page.', content: { 'text/html': { schema: z.string() } } } },
   });
   registry.registerPath({
     method: 'get',

@@ -40,6 +40,7 @@ import { merchantProcessors } from './processors/registry';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
 import { invalidRecord } from './records';
 import { normaliseInput, validateTransaction, type ValidTransaction } from './validation';
+import { indexOutcomes } from '../search/indexer'; // search (issue 33)
 
 export type { Engine } from './payment-resolution';
 
@@ -50,7 +51,9 @@ export async function processTransactions(
   context: TransactionContext,
   clock: Clock,
 ): Promise<TransactionOutcome[]> {
-  return runTransactions({ env, caller, deps: transactionDepsFromEnv(env, caller), clock }, requests, context);
+  const outcomes = await runTransactions({ env, caller, deps: transactionDepsFromEnv(env, caller), clock }, requests, context);
+  await indexOutcomes(env, caller.merchantId, requests, context, outcomes); // search (issue 33): indexed before the answer or the chunk's count
+  return outcomes;
 }
 
 export type TransactionLookup =

@@ -20,6 +20,7 @@ import { merchantProcessors } from './processors/registry';
 import type { ChargeResult, PaymentProcessor } from './processors/processor';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationDetails } from './operation-details';
+import { indexOperation } from '../search/changes'; // search (issue 33)
 
 export interface OperationInput {
   transactionId: string;
@@ -52,6 +53,12 @@ export function transactionView(record: TransactionRecord, amountRefunded: numbe
 type StoredAnswer = { status: 200 | 201; record: TransactionView } | { status: 402; message: string };
 
 export async function runOperation(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationOutcome> {
+  const outcome = await runUnindexedOperation(env, caller, input, clock); // search (issue 33): indexed before the answer
+  await indexOperation(env, caller.merchantId, input.transactionId, outcome, clock); // search (issue 33)
+  return outcome; // search (issue 33)
+} // search (issue 33)
+
+async function runUnindexedOperation(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationOutcome> {
   const now = clock();
   const located = await locateTransaction(env, caller.merchantId, input.transactionId, now);
   if (!located.ok) {

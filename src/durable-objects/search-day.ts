@@ -1,0 +1,385 @@
+/**
+ * A search day: one merchant's transactions created on one UTC day, as the search reads them
+ * (`searchDayName`, services/search/names.ts; docs/capacity.md, "Search"). It mirrors the ledger's
+ * pages that hold that day's records (one unit per page, as processed), the ledger's settlement
+ * marks and the transactions changed since, and answers a day's part of a search: the positions
+ * (time and id) of the matches, newest first, how many match, and the records of a page.
+ *
+ * Nothing here is the system of record: the ledger is. Every write is an idempotent upsert keyed by
+ * the ledger page, so a retried call writes nothing twice. The object empties itself
+ * TRANSACTION_RETENTION_DAYS after its day, as the ledger archives its shards.
+ */
+import { DurableObject } from 'cloudflare:workers';
+import type { Env } from '../env';
+import { gunzipText, gzipText } from '../lib/gzip';
+import type { TransactionRecord } from '../schemas/transaction-columns';
+import { meetsAll } from '../services/search/filters';
+import { chunkPage, parseTransactionId, retentionDays } from '../services/transactions/ledger';
+import { presentRecord, settle } from '../services/transactions/lifecycle-rules';
+import {
+  countBetween,
+  initialiseDay,
+  insertUnit,
+  markUnitSettled,
+  packRecord,
+  readChanges,
+  readDayMeta,
+  readUnits,
+  storedUnitKeys,
+  unitKeysAt,
+  unitKeysOfFloorPage,
+  unitKeysOfPage,
+  unitKeysOfShard,
+  unitKeysSettledOn,
+  unitKeyString,
+  unitMembers,
+  unitsAt,
+  unitsBefore,
+  unpackRecord,
+  upsertChange,
+  type PackedRecord,
+  type StoredUnit,
+  type ChangeInput,
+  type DayFailure,
+  type DayIdentity,
+  type DayScan,
+  type DayScanAnswer,
+  type Position,
+  type PresentTransaction,
+  type Restriction,
+  type UnitInput,
+  type UnitKey,
+} from '../storage/search-day';
+
+const DAY_MS = 86_400_000;
+/** Units read per query while scanning newest first (a chunk's unit is about 50 KB compressed). */
+const UNITS_PER_READ = 32;
+
+async function answerOrFailure<T>(work: () => Promise<T>): Promise<T | DayFailure> {
+  try {
+    return await work();
+  } catch (err) {
+    return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
+  }
+}
+
+/** Position order: newer first, then the greater id first. */
+function before(a: Position, b: Position): boolean {
+  return a.at > b.at || (a.at === b.at && a.id > b.id);
+}
+
+export class SearchDay extends DurableObject<Env> {
+  async #ensure(identity: DayIdentity): Promise<void> {
+    if (readDayMeta(this.ctx.storage.sql)) return;
+    const deleteAt = new Date(Date.parse(`${identity.day}T00:00:00.000Z`) + (retentionDays(this.env) + 1) * DAY_MS).toISOString();
+    initialiseDay(this.ctx.storage.sql, { merchantId: identity.merchantId, day: identity.day, deleteAt });
+    await this.ctx.storage.setAlarm(Date.parse(deleteAt));
+  }
+
+  /** The units of `keys` not stored yet: the indexer writes their references first, then them. */
+  async missing(keys: readonly UnitKey[]): Promise<UnitKey[] | DayFailure> {
+    return answerOrFailure(async () => {
+      const stored = storedUnitKeys(this.ctx.storage.sql, keys);
+      return keys.filter((key) => !stored.has(unitKeyString(key)));
+    });
+  }
+
+  /** Stores units not stored yet (a batch chunk's records gzip-compressed); answers how many were new. */
+  async add(identity: DayIdentity, units: readonly UnitInput[]): Promise<number | DayFailure> {
+    return answerOrFailure(async () => {
+      await this.#ensure(identity);
+      const rows = await Promise.all(
+        units.map(async (unit) => {
+          const json = JSON.stringify(unit.records.map(packRecord));
+          const compress = unit.records.length > 1;
+          return {
+            shard: unit.shard,
+            page: unit.page,
+            at: unit.at,
+            count: unit.records.length,
+            pending: unit.records.filter((r) => r.status === 'pending_settlement').length,
+            members: unit.records.map((r) => memberOf(String(r.id))),
+            format: compress ? ('gzip' as const) : ('json' as const),
+            records: compress ? await gzipText(json) : json,
+          };
+        }),
+      );
+      let added = 0;
+      this.ctx.storage.transactionSync(() => {
+        for (const row of rows) if (insertUnit(this.ctx.storage.sql, row)) added++;
+      });
+      return added;
+    });
+  }
+
+  /**
+   * Stores the current records of transactions changed since processed (a capture, void or refund),
+   * each on its unit. A transaction with no unit here (recorded before the search existed) gets a
+   * unit of its own, so it is found from now on.
+   */
+  async change(identity: DayIdentity, changes: readonly ChangeInput[]): Promise<number | DayFailure> {
+    return answerOrFailure(async () => {
+      await this.#ensure(identity);
+      const sql = this.ctx.storage.sql;
+      const located = changes.map((change) => ({ change, unit: this.#unitOf(change.shard, change.id) }));
+      const orphans = located.filter((l) => l.unit === null);
+      // Their own units: the record as it is now stands for "as processed" (nothing is older here).
+      const orphanRows = await Promise.all(
+        orphans.map(async ({ change }) => ({
+          shard: change.shard,
+          page: change.id,
+          at: String(change.record.created_at),
+          count: 1,
+          pending: change.record.status === 'pending_settlement' ? 1 : 0,
+          members: [memberOf(change.id)],
+          format: 'json' as const,
+          records: JSON.stringify([packRecord(change.record)]),
+        })),
+      );
+      let written = 0;
+      this.ctx.storage.transactionSync(() => {
+        for (const row of orphanRows) insertUnit(sql, row);
+        for (const { change, unit } of located) {
+          const key = unit ?? { shard: change.shard, page: change.id, at: String(change.record.created_at) };
+          const settledOn = change.record.settlement_batch_id !== null && change.record.settled_at !== null ? settledDayOf(change.record) : null;
+          if (upsertChange(sql, { ...key, id: change.id, rank: rankOf(change.record, change.amountRefunded), amountRefunded: change.amountRefunded, settledOn, record: change.record })) written++;
+        }
+      });
+      return written;
+    });
+  }
+
+  /**
+   * The ledger settled these transactions of `shard` on `batchDate` (a settlement run's answer for
+   * that shard): their units are marked settled as the ledger marked its pages, and those changed
+   * since processing are settled in their change rows. Answers how many of the ids this day holds.
+   */
+  async settled(shard: string, ids: readonly string[], batchDate: string, settledAt: string): Promise<number | DayFailure> {
+    return answerOrFailure(async () => {
+      const sql = this.ctx.storage.sql;
+      if (!readDayMeta(sql)) return 0;
+      let found = 0;
+      const changes = readChanges(sql, ids);
+      const units = new Map<string, UnitKey>();
+      const members = new Map<string, Set<number | string>>();
+      for (const id of ids) {
+        if (changes.has(id)) {
+          found++;
+          continue;
+        }
+        const unit = this.#unitOf(shard, id, members);
+        if (unit) {
+          found++;
+          units.set(unitKeyString(unit), unit);
+        }
+      }
+      this.ctx.storage.transactionSync(() => {
+        for (const unit of units.values()) markUnitSettled(sql, unit, batchDate, settledAt);
+        for (const change of changes.values()) {
+          if (change.record.status !== 'pending_settlement') continue;
+          const record = settle(change.record, batchDate, settledAt);
+          upsertChange(sql, { ...change, rank: rankOf(record, change.amountRefunded), settledOn: batchDate, record });
+        }
+      });
+      return found;
+    });
+  }
+
+  /**
+   * The unit holding a transaction of `shard`: its own page (API, refund), or its chunk's (a batch
+   * row), checked against the lines the unit holds: a chunk may have been claimed by more than one
+   * attempt, and the floor page found here may be an earlier chunk held by this day while the row's
+   * own chunk ran on another day. `members` caches each unit's lines for one call.
+   */
+  #unitOf(shard: string, id: string, members: Map<string, Set<number | string>> = new Map()): UnitKey | null {
+    const sql = this.ctx.storage.sql;
+    const own = unitKeysOfPage(sql, shard, id);
+    if (own.length > 0) return own[0] ?? null;
+    const parsed = parseTransactionId(id);
+    if (parsed?.kind !== 'batch') return null;
+    for (const unit of unitKeysOfFloorPage(sql, shard, chunkPage(parsed.line))) {
+      const key = unitKeyString(unit);
+      let lines = members.get(key);
+      if (lines === undefined) {
+        lines = new Set(unitMembers(sql, unit));
+        members.set(key, lines);
+      }
+      if (lines.has(parsed.line)) return unit;
+    }
+    return null;
+  }
+
+  /** The day's part of a search (docs/transactions.md, "Search"): positions newest first, and the count (a failure answered). */
+  async scan(request: DayScan): Promise<DayScanAnswer | DayFailure> {
+    return answerOrFailure(() => this.#scan(request));
+  }
+
+  async #scan(request: DayScan): Promise<DayScanAnswer> {
+    const sql = this.ctx.storage.sql;
+    const answer: DayScanAnswer = { positions: [], count: 0, exact: true, read: 0, stoppedAt: null };
+    if (!readDayMeta(sql)) return answer;
+    const unfiltered = request.conditions.length === 0 && request.restrict.kind === 'all';
+    // With no condition every record of the window matches: the units' stored counts say how many.
+    if (unfiltered && request.count) answer.count = countBetween(sql, request.from, request.to);
+    const countAll = request.count && !unfiltered;
+    const done = () => answer.positions.length >= request.want && !countAll;
+
+    const take = async (group: StoredUnit[]): Promise<void> => {
+      const matches: PresentTransaction[] = [];
+      for (const unit of group) {
+        const present = await this.#present(unit, request.expiredBefore);
+        answer.read += unit.count;
+        for (const tx of present) if (meetsAll(tx, request.conditions)) matches.push(tx);
+      }
+      const positions = matches
+        .map((tx) => ({ at: String(tx.record.created_at), id: String(tx.record.id) }))
+        .sort((a, b) => (b.id > a.id ? 1 : b.id < a.id ? -1 : 0));
+      if (countAll) answer.count += positions.length;
+      for (const position of positions) {
+        if (answer.positions.length >= request.want) break;
+        if (request.after === null || before(request.after, position)) answer.positions.push(position);
+      }
+    };
+    const outOfBudget = (at: string | undefined): DayScanAnswer => {
+      answer.exact = !countAll;
+      answer.stoppedAt = at ?? null;
+      return answer;
+    };
+
+    // The window's upper end, or the cursor's time (its own time read too, for the smaller ids).
+    const top = request.after === null || request.after.at >= request.to ? request.to : `${request.after.at}\u0000`;
+    if (request.restrict.kind === 'all') {
+      let to = countAll ? request.to : top;
+      while (!done()) {
+        const rows = unitsBefore(sql, { from: request.from, to }, UNITS_PER_READ);
+        if (rows.length === 0) break;
+        const groups = groupByTime(rows, rows.length === UNITS_PER_READ);
+        // A time held by more units than one read: read that time whole.
+        if (groups.length === 0) groups.push(unitsAt(sql, rows[0]?.at ?? ''));
+        for (const group of groups) {
+          await take(group);
+          if (done()) break;
+          if (answer.read >= request.budget) return outOfBudget(group[0]?.at);
+        }
+        to = groups.at(-1)?.[0]?.at ?? to;
+      }
+      return answer;
+    }
+
+    const keys = this.#restricted(request.restrict, request.from, request.to).filter((k) => k.at < (countAll ? request.to : top));
+    keys.sort((a, b) => (b.at > a.at ? 1 : b.at < a.at ? -1 : 0));
+    for (let i = 0; i < keys.length && !done(); ) {
+      const at = keys[i]?.at;
+      const group: UnitKey[] = [];
+      while (i < keys.length && keys[i]?.at === at) group.push(keys[i++] as UnitKey);
+      await take(readUnits(sql, group));
+      if (answer.read >= request.budget && i < keys.length && !done()) return outOfBudget(at);
+    }
+    return answer;
+  }
+
+  #restricted(restrict: Restriction, from: string, to: string): UnitKey[] {
+    const sql = this.ctx.storage.sql;
+    const inWindow = (k: UnitKey) => k.at >= from && k.at < to;
+    switch (restrict.kind) {
+      case 'all':
+        return [];
+      case 'shard':
+        return unitKeysOfShard(sql, restrict.shard, from, to);
+      case 'ats':
+        return unitKeysAt(sql, restrict.ats).filter(inWindow);
+      case 'settled':
+        return unitKeysSettledOn(sql, restrict.day).filter(inWindow);
+      case 'ids': {
+        const keys = new Map<string, UnitKey>();
+        for (const id of restrict.ids) {
+          const parsed = parseTransactionId(id);
+          const found = [...unitKeysOfPage(sql, restrict.shard, id), ...(parsed?.kind === 'batch' ? unitKeysOfFloorPage(sql, restrict.shard, chunkPage(parsed.line)) : [])];
+          for (const key of found) if (inWindow(key)) keys.set(unitKeyString(key), key);
+        }
+        return [...keys.values()];
+      }
+    }
+  }
+
+  /** The records at these positions, as they are now (a failure is answered, not thrown: the caller throws it). */
+  async records(positions: readonly Position[], expiredBefore: string): Promise<PresentTransaction[] | DayFailure> {
+    return answerOrFailure(() => this.#records(positions, expiredBefore));
+  }
+
+  async #records(positions: readonly Position[], expiredBefore: string): Promise<PresentTransaction[]> {
+    const sql = this.ctx.storage.sql;
+    if (!readDayMeta(sql)) return [];
+    const wanted = new Set(positions.map((p) => p.id));
+    const found = new Map<string, PresentTransaction>();
+    for (const unit of readUnits(sql, unitKeysAt(sql, [...new Set(positions.map((p) => p.at))]))) {
+      for (const tx of await this.#present(unit, expiredBefore)) {
+        if (wanted.has(String(tx.record.id))) found.set(String(tx.record.id), tx);
+      }
+    }
+    return positions.flatMap((p) => found.get(p.id) ?? []);
+  }
+
+  /** A unit's records as they are now: its settlement mark applied, changes winning, expiry read. */
+  async #present(unit: StoredUnit, expiredBefore: string): Promise<PresentTransaction[]> {
+    const text = unit.format === 'gzip' ? await gunzipText(unit.records as ArrayBuffer) : String(unit.records);
+    const records = (JSON.parse(text) as PackedRecord[]).map(unpackRecord);
+    const changes = unit.changed > 0 ? readChanges(this.ctx.storage.sql, records.map((r) => String(r.id))) : new Map();
+    const settlement = { settledOn: unit.settled_on, settledAt: unit.settled_at };
+    return records.map((record) => {
+      const change = changes.get(String(record.id));
+      return change
+        ? { record: presentRecord(change.record, null, expiredBefore), amountRefunded: change.amountRefunded }
+        : { record: presentRecord(record, settlement, expiredBefore), amountRefunded: 0 };
+    });
+  }
+
+  /** Retention at `now` (the alarm's time; the bench passes its own): past TRANSACTION_RETENTION_DAYS the object empties itself. */
+  async runRetention(now: string): Promise<boolean> {
+    const meta = readDayMeta(this.ctx.storage.sql);
+    if (!meta || meta.deleteAt > now) return false;
+    await this.ctx.storage.deleteAll();
+    return true;
+  }
+
+  override async alarm(): Promise<void> {
+    if (await this.runRetention(new Date().toISOString())) return;
+    const meta = readDayMeta(this.ctx.storage.sql);
+    if (meta) await this.ctx.storage.setAlarm(Date.parse(meta.deleteAt));
+  }
+}
+
+/** How far a status is along a transaction's life (lifecycle-rules.ts): a change never goes back. */
+const STATUS_RANK: Record<string, number> = { pending_settlement: 1, settled: 2, voided: 2, partially_refunded: 3, refunded: 4 };
+
+/** A change's rank: its status, then what was refunded (a second partial refund outranks the first). */
+function rankOf(record: TransactionRecord, amountRefunded: number): number {
+  return (STATUS_RANK[String(record.status)] ?? 0) * 1e12 + amountRefunded;
+}
+
+/** What a unit's members list holds for a transaction: a batch row's line, else its id. */
+function memberOf(id: string): number | string {
+  const parsed = parseTransactionId(id);
+  return parsed?.kind === 'batch' ? parsed.line : id;
+}
+
+/** The settlement day a settled record names (its batch id is `stl_{YYYYMMDD}_…`). */
+function settledDayOf(record: TransactionRecord): string | null {
+  const match = /^stl_([0-9]{4})([0-9]{2})([0-9]{2})_/.exec(String(record.settlement_batch_id));
+  return match ? `${match[1]}-${match[2]}-${match[3]}` : null;
+}
+
+/**
+ * Units read newest first, split by creation time; when the read was full, the last time may go on
+ * in the next read, so it is left for then (an empty answer: one time filled the whole read).
+ */
+function groupByTime(rows: readonly StoredUnit[], full: boolean): StoredUnit[][] {
+  const groups: StoredUnit[][] = [];
+  for (const row of rows) {
+    const last = groups.at(-1);
+    if (last && last[0]?.at === row.at) last.push(row);
+    else groups.push([row]);
+  }
+  if (full) groups.pop();
+  return groups;
+}

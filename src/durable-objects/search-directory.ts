@@ -1,0 +1,89 @@
+/**
+ * A merchant's search directory (`searchDirectory`, services/search/names.ts; docs/capacity.md,
+ * "Search"): which days hold search data, which days each ledger shard's units are in, and which
+ * days hold what settled on a given day. A search asks it first, then only the day objects it
+ * names. The indexer writes it before the day objects (an entry for a day still empty is harmless;
+ * a day missing from it would hide data), once per shard and day.
+ */
+import { DurableObject } from 'cloudflare:workers';
+import type { Env } from '../env';
+import { retentionDays } from '../services/transactions/ledger';
+import {
+  addSettledDays,
+  addShardDays,
+  daysBetween,
+  deleteDaysBefore,
+  initialiseDirectory,
+  oldestDay,
+  readDirectoryMerchant,
+  settledDays,
+  shardDays,
+} from '../storage/search-directory';
+
+const DAY_MS = 86_400_000;
+
+export type DirectoryFailure = { failed: string };
+
+export class SearchDirectory extends DurableObject<Env> {
+  async #ensure(merchantId: string): Promise<void> {
+    if (readDirectoryMerchant(this.ctx.storage.sql) !== null) return;
+    initialiseDirectory(this.ctx.storage.sql, merchantId);
+  }
+
+  async #arm(): Promise<void> {
+    const oldest = oldestDay(this.ctx.storage.sql);
+    if (oldest === null) return;
+    const at = Date.parse(`${oldest}T00:00:00.000Z`) + (retentionDays(this.env) + 1) * DAY_MS;
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  /** Records where units of these shards are (idempotent). */
+  async addShards(merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<true | DirectoryFailure> {
+    try {
+      await this.#ensure(merchantId);
+      this.ctx.storage.transactionSync(() => addShardDays(this.ctx.storage.sql, pairs));
+      await this.#arm();
+      return true;
+    } catch (err) {
+      return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
+    }
+  }
+
+  /** Records the days holding transactions settled on `settledOn` (idempotent). */
+  async addSettled(merchantId: string, settledOn: string, days: readonly string[]): Promise<true | DirectoryFailure> {
+    try {
+      await this.#ensure(merchantId);
+      this.ctx.storage.transactionSync(() => addSettledDays(this.ctx.storage.sql, settledOn, days));
+      return true;
+    } catch (err) {
+      return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
+    }
+  }
+
+  /** The days holding units from `from` to `to` (YYYY-MM-DD, both included), newest first. */
+  async days(from: string, to: string): Promise<string[]> {
+    return daysBetween(this.ctx.storage.sql, from, to);
+  }
+
+  /** The days a ledger shard's units are in, newest first. */
+  async shardDays(shard: string): Promise<string[]> {
+    return shardDays(this.ctx.storage.sql, shard);
+  }
+
+  /** The days holding transactions settled on `settledOn`, newest first. */
+  async settledDays(settledOn: string): Promise<string[]> {
+    return settledDays(this.ctx.storage.sql, settledOn);
+  }
+
+  /** Retention at `now` (the alarm's time; tests pass their own): rows of days past it leave. */
+  async runRetention(now: string): Promise<number> {
+    const keepFrom = new Date(Date.parse(now) - retentionDays(this.env) * DAY_MS).toISOString().slice(0, 10);
+    return deleteDaysBefore(this.ctx.storage.sql, keepFrom);
+  }
+
+  override async alarm(): Promise<void> {
+    await this.runRetention(new Date().toISOString());
+    await this.#arm();
+  }
+}

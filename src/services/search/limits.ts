@@ -1,0 +1,45 @@
+/**
+ * The search's bounds per invocation (docs/capacity.md, "Search"), each named against the platform
+ * limit it keeps half of (src/lib/platform-limits.ts).
+ */
+import { HALF, RPC, WORKERS } from '../../lib/platform-limits';
+
+/**
+ * Days one search asks: each at most twice (positions, then the page's records), plus at most 80
+ * week objects (548 days) and the directory, within half of the 1,000 subrequests planned.
+ */
+export const MAX_SEARCH_DAYS = 200;
+const WEEK_OBJECTS_AT_MOST = 80;
+if (MAX_SEARCH_DAYS * 2 + WEEK_OBJECTS_AT_MOST + 1 > WORKERS.subrequestsPlanned * HALF) throw new Error('MAX_SEARCH_DAYS exceeds the subrequest budget');
+
+/**
+ * Records a day object reads (gunzip and JSON) in one call: about 5 µs each measured, so about 1 s
+ * of CPU, far inside half of the 30 s an invocation may use. A day with more is counted as far as
+ * the budget goes, and the answer says its count is a lower bound.
+ */
+export const SCAN_BUDGET_RECORDS = 200_000;
+const MICROSECONDS_PER_RECORD = 5;
+if ((SCAN_BUDGET_RECORDS * MICROSECONDS_PER_RECORD) / 1000 > WORKERS.cpuMsPerInvocation * HALF) throw new Error('SCAN_BUDGET_RECORDS exceeds the CPU budget');
+
+/** Deepest `offset` (FluidPay's paging): positions cost about 100 bytes each in an RPC answer. */
+export const MAX_OFFSET = 10_000;
+export const MAX_LIMIT = 100;
+const POSITION_BYTES = 100;
+if ((MAX_OFFSET + MAX_LIMIT) * POSITION_BYTES > RPC.payloadBytes * HALF) throw new Error('MAX_OFFSET exceeds the RPC answer budget');
+
+/** Days asked for positions at once while the page is not full yet (older days are only counted). */
+export const DAY_WAVE = 8;
+/** Day objects asked at once for their counts. */
+export const DAY_CONCURRENCY = 32;
+
+/** References of one value a week object answers (12 bytes each); a value more common falls back to the window's days. */
+export const KEY_REFS_MAX = 100_000;
+if (KEY_REFS_MAX * 12 > RPC.payloadBytes * HALF) throw new Error('KEY_REFS_MAX exceeds the RPC answer budget');
+
+/** Transaction ids per settlement call to a day object (about 40 bytes each). */
+export const SETTLED_IDS_PER_CALL = 20_000;
+if (SETTLED_IDS_PER_CALL * 40 > RPC.payloadBytes * HALF) throw new Error('SETTLED_IDS_PER_CALL exceeds the RPC budget');
+
+/** Records per page an export reads (1.5 KB each in the RPC answer). */
+export const EXPORT_PAGE_RECORDS = 1_000;
+if (EXPORT_PAGE_RECORDS * 1_500 > RPC.payloadBytes * HALF) throw new Error('EXPORT_PAGE_RECORDS exceeds the RPC answer budget');

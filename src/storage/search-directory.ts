@@ -1,0 +1,97 @@
+/**
+ * The SQLite tables of a merchant's search directory (durable-objects/search-directory.ts): where
+ * the merchant's search data is, so that a search asks only the day objects that hold something
+ * (docs/capacity.md, "Search").
+ *
+ *   days          the UTC days whose day object holds units
+ *   shard_days    for each ledger shard, the days its units are in (a batch that ran past midnight
+ *                 or was paused, an API day's refunds made on later days)
+ *   settled_days  for each settlement day, the days holding transactions settled then
+ *   meta          the merchant
+ *
+ * Rows leave TRANSACTION_RETENTION_DAYS after their day, with the day objects they point at.
+ */
+
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS meta (
+     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+     schema_version INTEGER NOT NULL,
+     merchant_id TEXT NOT NULL
+   );
+   CREATE TABLE IF NOT EXISTS days (day TEXT PRIMARY KEY) WITHOUT ROWID;
+   CREATE TABLE IF NOT EXISTS shard_days (
+     shard TEXT NOT NULL,
+     day TEXT NOT NULL,
+     PRIMARY KEY (shard, day)
+   ) WITHOUT ROWID;
+   CREATE TABLE IF NOT EXISTS settled_days (
+     settled_on TEXT NOT NULL,
+     day TEXT NOT NULL,
+     PRIMARY KEY (settled_on, day)
+   ) WITHOUT ROWID;`,
+];
+export const SEARCH_DIRECTORY_SCHEMA_VERSION = MIGRATIONS.length;
+
+function hasTables(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
+}
+
+export function readDirectoryMerchant(sql: SqlStorage): string | null {
+  if (!hasTables(sql)) return null;
+  return sql.exec<{ merchant_id: string }>('SELECT merchant_id FROM meta').toArray()[0]?.merchant_id ?? null;
+}
+
+export function initialiseDirectory(sql: SqlStorage, merchantId: string): void {
+  const version = hasTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
+  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  sql.exec(
+    `INSERT INTO meta (singleton, schema_version, merchant_id) VALUES (1, ?, ?)
+     ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,
+    SEARCH_DIRECTORY_SCHEMA_VERSION,
+    merchantId,
+  );
+}
+
+/** Records that `shard` has units on `day` (and that the day holds units); answers the rows new. */
+export function addShardDays(sql: SqlStorage, pairs: readonly { shard: string; day: string }[]): number {
+  let added = 0;
+  for (const { shard, day } of pairs) {
+    sql.exec('INSERT INTO days (day) VALUES (?) ON CONFLICT DO NOTHING', day);
+    added += sql.exec('INSERT INTO shard_days (shard, day) VALUES (?, ?) ON CONFLICT DO NOTHING', shard, day).rowsWritten;
+  }
+  return added;
+}
+
+export function addSettledDays(sql: SqlStorage, settledOn: string, days: readonly string[]): void {
+  for (const day of days) sql.exec('INSERT INTO settled_days (settled_on, day) VALUES (?, ?) ON CONFLICT DO NOTHING', settledOn, day);
+}
+
+/** The days holding units from `from` to `to` (both included), newest first. */
+export function daysBetween(sql: SqlStorage, from: string, to: string): string[] {
+  if (!hasTables(sql)) return [];
+  return sql.exec<{ day: string }>('SELECT day FROM days WHERE day >= ? AND day <= ? ORDER BY day DESC', from, to).toArray().map((r) => r.day);
+}
+
+export function shardDays(sql: SqlStorage, shard: string): string[] {
+  if (!hasTables(sql)) return [];
+  return sql.exec<{ day: string }>('SELECT day FROM shard_days WHERE shard = ? ORDER BY day DESC', shard).toArray().map((r) => r.day);
+}
+
+export function settledDays(sql: SqlStorage, settledOn: string): string[] {
+  if (!hasTables(sql)) return [];
+  return sql.exec<{ day: string }>('SELECT day FROM settled_days WHERE settled_on = ? ORDER BY day DESC', settledOn).toArray().map((r) => r.day);
+}
+
+/** Removes what points at days before `day` (their day objects have emptied themselves); answers the rows removed. */
+export function deleteDaysBefore(sql: SqlStorage, day: string): number {
+  if (!hasTables(sql)) return 0;
+  let removed = sql.exec('DELETE FROM days WHERE day < ?', day).rowsWritten;
+  removed += sql.exec('DELETE FROM shard_days WHERE day < ?', day).rowsWritten;
+  removed += sql.exec('DELETE FROM settled_days WHERE day < ?', day).rowsWritten;
+  return removed;
+}
+
+export function oldestDay(sql: SqlStorage): string | null {
+  if (!hasTables(sql)) return null;
+  return sql.exec<{ day: string | null }>('SELECT MIN(day) AS day FROM days').one().day;
+}

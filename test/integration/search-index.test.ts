@@ -1,0 +1,108 @@
+/**
+ * The search index's objects on their own (issue 33): the week object's log-structured reference
+ * index (fresh rows folded into runs, runs merged level by level, a value spanning blocks), a day
+ * object's scan budget (an inexact count and where it stopped), and retention.
+ */
+import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search-keys';
+import { keyHash } from '../../src/services/search/indexer';
+import { searchDayName, searchKeysName } from '../../src/services/search/names';
+import { BLOCK_ENTRIES } from '../../src/storage/search-keys';
+import { call, createMerchant, type Envelope } from '../helpers/api';
+
+function keys(merchantId: string, week: string) {
+  return env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week));
+}
+
+async function tableCounts(stub: DurableObjectStub, tables: string[]): Promise<Record<string, number>> {
+  return runInDurableObject(stub, (_instance, state) => {
+    const counts: Record<string, number> = {};
+    for (const table of tables) counts[table] = state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
+    return counts;
+  });
+}
+
+describe('the week object (order_id and customer_id references)', () => {
+  it('folds fresh rows into runs and merges a level, and every value stays found at its time', async () => {
+    const merchantId = `keys${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const week = '2027-03-01';
+    const stub = keys(merchantId, week);
+    const calls = FOLD_AT * MERGE_FANIN + 5;
+    const at = (i: number) => new Date(Date.parse(`${week}T00:00:00.000Z`) + i * 60_000).toISOString();
+    for (let i = 0; i < calls; i++) {
+      // Each call: its own order, and a customer shared by every call.
+      const done = await stub.add({ merchantId, week }, [
+        { hash: keyHash('order_id', `ORD${i}`), at: at(i) },
+        { hash: keyHash('customer_id', 'frequent'), at: at(i) },
+      ]);
+      expect(done).toBe(true);
+      if ((i + 1) % FOLD_AT === 0) expect(await stub.upkeep(at(i))).toBe(false);
+    }
+    // 8 level-0 runs were merged into one level-1 run; 5 calls still wait as fresh rows.
+    const runs = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ level: number }>('SELECT level FROM runs').toArray().map((r) => r.level));
+    expect(runs).toEqual([1]);
+    expect((await tableCounts(stub, ['fresh'])).fresh).toBe(5);
+    for (const i of [0, 31, 32, 200, calls - 1]) expect(await stub.lookup(keyHash('order_id', `ORD${i}`), 10)).toEqual({ ats: [at(i)], truncated: false });
+    const frequent = await stub.lookup(keyHash('customer_id', 'frequent'), 100_000);
+    expect(frequent.truncated).toBe(false);
+    expect(frequent.ats.sort()).toEqual(Array.from({ length: calls }, (_, i) => at(i)));
+    expect((await stub.lookup(keyHash('customer_id', 'frequent'), 10)).truncated).toBe(true);
+    expect((await stub.lookup(keyHash('order_id', 'missing'), 10)).ats).toEqual([]);
+  });
+
+  it('a value with more references than a block is read across blocks', async () => {
+    const merchantId = `keys${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const week = '2027-03-08';
+    const stub = keys(merchantId, week);
+    const base = Date.parse(`${week}T00:00:00.000Z`);
+    const many = BLOCK_ENTRIES + 500;
+    const refs = Array.from({ length: many }, (_, i) => ({ hash: keyHash('customer_id', 'everywhere'), at: new Date(base + i).toISOString() }));
+    for (let i = 0; i < FOLD_AT; i++) await stub.add({ merchantId, week }, i === 0 ? refs : [{ hash: keyHash('order_id', `X${i}`), at: new Date(base).toISOString() }]);
+    await stub.upkeep(new Date(base).toISOString());
+    expect((await tableCounts(stub, ['blocks'])).blocks).toBe(2);
+    expect((await stub.lookup(keyHash('customer_id', 'everywhere'), 100_000)).ats).toHaveLength(many);
+  });
+});
+
+describe('a day object', () => {
+  it('counts within its budget: past it the count is a lower bound and the scan says where it stopped', async () => {
+    const shop = await createMerchant({ name: 'Budget Shop' });
+    for (let i = 0; i < 4; i++) {
+      const response = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 + i } });
+      expect(response.status).toBe(201);
+    }
+    const created = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: {} });
+    const records = (await created.json<{ data: { created_at: string }[] }>()).data;
+    const day = records[0]?.created_at.slice(0, 10) ?? '';
+    const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, day));
+    const scan = (budget: number, count: boolean) =>
+      stub.scan({
+        from: `${day}T00:00:00.000Z`,
+        to: `${day}T23:59:59.999Z`,
+        after: null,
+        restrict: { kind: 'all' },
+        conditions: [{ kind: 'int', field: 'amount', op: '>', value: 1000 }],
+        want: 10,
+        count,
+        budget,
+        expiredBefore: '2000-01-01T00:00:00.000Z',
+      });
+    expect(await scan(100, true)).toMatchObject({ count: 3, exact: true, read: 4, stoppedAt: null });
+    const short = await scan(2, true);
+    expect(short).toMatchObject({ count: 2, exact: false, read: 2 });
+    expect('stoppedAt' in short && short.stoppedAt).toBe(records[1]?.created_at);
+    // Without a filter the count is the units' stored counts, exact whatever the budget.
+    expect(await stub.scan({ from: `${day}T00:00:00.000Z`, to: `${day}T23:59:59.999Z`, after: null, restrict: { kind: 'all' }, conditions: [], want: 1, count: true, budget: 1, expiredBefore: '2000-01-01T00:00:00.000Z' })).toMatchObject({ count: 4, exact: true });
+  });
+
+  it('empties itself TRANSACTION_RETENTION_DAYS after its day', async () => {
+    const shop = await createMerchant({ name: 'Retention Shop' });
+    const response = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 } });
+    const record = (await response.json<Envelope<{ created_at: string }>>()).data;
+    const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, record.created_at.slice(0, 10)));
+    const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+    expect(alarm).toBe(Date.parse(`${record.created_at.slice(0, 10)}T00:00:00.000Z`) + 549 * 86_400_000);
+  });
+});
