@@ -30,6 +30,9 @@ export interface CsvChunk {
   rows: number;
 }
 
+/** Where a chunk's rows are in the uploaded file: what a chunk message carries (never row data). */
+export type ChunkLocation = Pick<CsvChunk, 'index' | 'offset' | 'length' | 'firstLine'>;
+
 export interface CsvScanResult {
   ok: true;
   columns: string[];

@@ -24,21 +24,10 @@ import {
   vaultAddressSchema,
   verificationQuerySchema,
 } from '../schemas/vault';
-import {
-  addAddress,
-  addPaymentMethod,
-  createCustomer,
-  deleteAddress,
-  deleteCustomer,
-  deletePaymentMethod,
-  getCustomer,
-  replacePaymentMethod,
-  searchCustomers,
-  updateAddress,
-  updateCustomer,
-  type VaultFailure,
-  type VaultOptions,
-} from '../services/vault/customers';
+import { addAddress, deleteAddress, updateAddress } from '../services/vault/addresses';
+import { createCustomer, deleteCustomer, getCustomer, searchCustomers, updateCustomer } from '../services/vault/customers';
+import type { VaultFailure } from '../services/vault/failures';
+import { addPaymentMethod, deletePaymentMethod, replacePaymentMethod, type VaultOptions } from '../services/vault/payment-methods';
 import { cardVerifier } from '../services/vault/verification';
 
 function raise(failure: VaultFailure): never {

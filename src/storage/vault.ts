@@ -108,8 +108,13 @@ export function replacePaymentMethodStatements(db: D1Database, method: PaymentMe
          WHERE merchant_id = ?1 AND customer_id = ?2 AND id = ?3 AND type = ?4`,
       )
       .bind(method.merchant_id, method.customer_id, method.id, method.type, method.sealed_number, method.masked, method.expiration, method.routing_number, method.account_type, method.sec_code),
-    db.prepare('UPDATE vault_customers SET updated_at = ?3 WHERE merchant_id = ?1 AND id = ?2').bind(method.merchant_id, method.customer_id, updatedAt),
+    touchCustomerStatement(db, method.merchant_id, method.customer_id, updatedAt),
   ];
+}
+
+/** Moves the customer's updated_at: a change to what it holds (a method, an address) is a change to it. */
+export function touchCustomerStatement(db: D1Database, merchantId: string, customerId: string, updatedAt: string): D1PreparedStatement {
+  return db.prepare('UPDATE vault_customers SET updated_at = ?3 WHERE merchant_id = ?1 AND id = ?2').bind(merchantId, customerId, updatedAt);
 }
 
 /** Makes `paymentMethodId` the default only when the customer has none yet (its first method). */

@@ -17,7 +17,7 @@
  * so every effect here must be idempotent: a failure after the object's commit heals on the next call.
  */
 import type { Env } from '../../env';
-import type { CsvChunk } from '../../lib/batch-csv';
+import type { ChunkLocation, CsvChunk } from '../../lib/batch-csv';
 import type { ChunkMessage } from '../../schemas/queue';
 import { deleteResultParts, deleteUpload } from '../../storage/batch-files';
 import {
@@ -46,9 +46,6 @@ export interface LifecycleDeps {
 export function lifecycleDeps(env: Env): LifecycleDeps {
   return { db: env.DB, files: env.FILES, queue: env.BATCH_QUEUE, progress: env.BATCH_PROGRESS, events: eventDeps(env) };
 }
-
-/** Where a chunk's rows are in the uploaded file: what a chunk message carries (never row data). */
-export type ChunkLocation = Pick<CsvChunk, 'index' | 'offset' | 'length' | 'firstLine'>;
 
 export function chunkMessages(batchId: string, chunks: readonly ChunkLocation[]): ChunkMessage[] {
   return chunks.map((chunk) => ({

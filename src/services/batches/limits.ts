@@ -8,11 +8,18 @@ export interface BatchLimits {
   retentionDays: number;
   /** Chunk messages of one batch in the queue or being processed at once (windowed dispatch). */
   chunksInFlight: number;
+  /** Minutes without progress before the batch's stall watchdog acts (any positive number, not only whole ones). */
+  stallMinutes: number;
 }
 
 function positiveInt(value: string | undefined, fallback: number): number {
   const number = Number(value);
   return Number.isInteger(number) && number > 0 ? number : fallback;
+}
+
+function positiveNumber(value: string | undefined, fallback: number): number {
+  const number = Number(value);
+  return Number.isFinite(number) && number > 0 ? number : fallback;
 }
 
 export function batchLimits(env: Env): BatchLimits {
@@ -22,6 +29,7 @@ export function batchLimits(env: Env): BatchLimits {
     maxRows: positiveInt(env.BATCH_MAX_ROWS, 500_000),
     retentionDays: positiveInt(env.BATCH_RETENTION_DAYS, 10),
     chunksInFlight: positiveInt(env.BATCH_CHUNKS_IN_FLIGHT, 5),
+    stallMinutes: positiveNumber(env.BATCH_STALL_MINUTES, 10),
   };
 }
 

@@ -2,30 +2,16 @@
  * The shapes of a batch's live state, shared by its Durable Object (which keeps them) and the
  * services that read or move them. Kept here, below both, so neither imports the other for a type.
  */
-import type { CsvChunk } from '../../lib/batch-csv';
+import type { BatchInit, ChunkLines, ProgressState } from '../../storage/batch-progress';
 import type { BatchStatus } from '../../storage/batches';
 
-export type { BatchStatus };
+export type { BatchInit, BatchStatus, ChunkLines };
 
-export interface BatchSnapshot {
-  batchId: string;
-  status: BatchStatus;
-  numLines: number;
-  processedLines: number;
-  numChunks: number;
-  chunksDone: number;
+/** The batch as its object answers it: the stored state less the object's own bookkeeping. */
+export interface BatchSnapshot
+  extends Pick<ProgressState, 'batchId' | 'status' | 'numLines' | 'processedLines' | 'numChunks' | 'chunksDone' | 'failureReason' | 'createdAt' | 'updatedAt'> {
   /** Paused by the merchant: no chunk is sent until resumed. Always false once the batch has ended. */
   paused: boolean;
-  failureReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface BatchInit {
-  batchId: string;
-  numLines: number;
-  chunks: CsvChunk[];
-  createdAt: string;
 }
 
 export interface ChunkRecorded {
@@ -34,13 +20,9 @@ export interface ChunkRecorded {
   batch: BatchSnapshot;
 }
 
-/** Where a chunk's rows are in the file, by line (a partial download reports the rows of chunks without results). */
-export interface ChunkLines {
-  chunk: number;
-  firstLine: number;
-  rows: number;
-  /** Whether its message was ever sent: a chunk never sent charged nothing. */
-  sent: boolean;
+/** A chunk the object could not record; the message is the failure's, for the caller's log. */
+export interface ChunkNotRecorded {
+  failed: string;
 }
 
 /** What a partial download reads from the batch's object. */
@@ -48,6 +30,22 @@ export interface PartialView {
   /** False while chunks that were running when the batch failed may still land (and be counted). */
   settled: boolean;
   chunks: ChunkLines[];
+}
+
+/** What the object answers of its stored state. */
+export function toSnapshot(state: ProgressState): BatchSnapshot {
+  return {
+    batchId: state.batchId,
+    status: state.status,
+    numLines: state.numLines,
+    processedLines: state.processedLines,
+    numChunks: state.numChunks,
+    chunksDone: state.chunksDone,
+    paused: state.paused && !hasEnded(state.status),
+    failureReason: state.failureReason,
+    createdAt: state.createdAt,
+    updatedAt: state.updatedAt,
+  };
 }
 
 export const ENDED_STATUSES: ReadonlySet<BatchStatus> = new Set(['completed', 'failed']);

@@ -10,7 +10,7 @@ import type { FluidPayTransaction } from '../../schemas/fluidpay-transaction';
 import type { InputColumn, TransactionInput } from '../../schemas/transaction-columns';
 import type { AddressRecord } from '../../storage/vault-addresses';
 import { readTempToken } from '../tokens';
-import { findCustomerAddresses } from '../vault/customers';
+import { findCustomerAddresses } from '../vault/addresses';
 
 const VAULT_TO_COLUMN = {
   first_name: 'first_name',

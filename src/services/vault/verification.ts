@@ -7,7 +7,7 @@ import { randomId } from '../../lib/crypto';
 import { describeFieldErrors } from '../../lib/field-errors';
 import type { Clock } from '../../lib/time';
 import { processTransactions } from '../transactions/engine';
-import type { VerifyCard } from './customers';
+import type { VerifyCard } from './payment-methods';
 
 export function cardVerifier(env: Env, caller: Caller, clock: Clock): VerifyCard {
   return async (card) => {
