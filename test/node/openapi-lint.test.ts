@@ -95,7 +95,7 @@ describe('the OpenAPI document', () => {
     // a template could match both, no request can (transaction ids are txn_…, export ids exp_…).
     expect([...new Set(problems.map((p) => p.ruleId))].sort()).toEqual(['info-license', 'no-ambiguous-paths', 'operation-4xx-response']);
     expect(problems.filter((p) => p.ruleId === 'no-ambiguous-paths').map((p) => p.message)).toEqual(
-      ['capture', 'void', 'refund'].map((op) => `Paths should resolve unambiguously. Found two ambiguous paths: \`/api/transaction/export/{id}\` and \`/api/transaction/{id}/${op}\`.`),
+      ['capture', 'void', 'refund', 'receipt'].map((op) => `Paths should resolve unambiguously. Found two ambiguous paths: \`/api/transaction/export/{id}\` and \`/api/transaction/{id}/${op}\`.`),
     );
   });
 

@@ -11,7 +11,8 @@ import type { Condition } from '../../schemas/search-conditions';
 import type { DayScanAnswer, Position, Restriction } from '../../storage/search-day';
 import { ledgerShardName, utcDay } from '../transactions/ledger';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
-import type { TransactionView } from '../transactions/operations';
+import { recordView } from '../transactions/fluidpay-record';
+import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { keyHash, shardOfId } from './indexer';
 import { DAY_CONCURRENCY, DAY_WAVE, KEY_REFS_MAX, MAX_SEARCH_DAYS, SCAN_BUDGET_RECORDS } from './limits';
 import { searchDay, searchDirectory, searchKeys, weeksBetween } from './names';
@@ -34,7 +35,7 @@ export interface SearchInput {
 }
 
 export interface SearchPage {
-  records: TransactionView[];
+  records: TransactionRecordView[];
   totalCount: number;
   exact: boolean;
   /** Where the next page starts; null when this is the last. */
@@ -113,16 +114,17 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
 }
 
 /** The records at the page's positions, as they are now, in the page's order. */
-async function pageRecords(env: Env, merchantId: string, page: readonly Position[], expiredBefore: string): Promise<TransactionView[]> {
+async function pageRecords(env: Env, merchantId: string, page: readonly Position[], expiredBefore: string): Promise<TransactionRecordView[]> {
   const byDay = new Map<string, Position[]>();
   for (const p of page) byDay.set(p.at.slice(0, 10), [...(byDay.get(p.at.slice(0, 10)) ?? []), p]);
-  const found = new Map<string, TransactionView>();
+  const found = new Map<string, TransactionRecordView>();
   await Promise.all(
     [...byDay].map(async ([day, positions]) => {
       const answer = await searchDay(env, merchantId, day).records(positions, expiredBefore);
       if (!Array.isArray(answer)) throw new Error(`search day ${day} could not be read: ${answer.failed}`);
       for (const tx of answer) {
-        found.set(String(tx.record.id), { ...tx.record, amount_refunded: tx.amountRefunded });
+        // As GET /api/transaction/{id} answers it: FluidPay's fields beside the result columns.
+        found.set(String(tx.record.id), recordView(tx.record, tx.amountRefunded, merchantId));
       }
     }),
   );
