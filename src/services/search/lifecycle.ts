@@ -5,8 +5,9 @@
  */
 import type { Env } from '../../env';
 import type { Clock } from '../../lib/time';
+import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { getTransaction } from '../transactions/engine';
-import { transactionView, type TransactionView } from '../transactions/operations';
+import { recordView } from '../transactions/fluidpay-record';
 
 /** Refunds of one transaction the view reads at most (each refund is one more look-up in the shard). */
 const MAX_REFUNDS = 50;
@@ -24,8 +25,8 @@ export interface LifecycleEvent {
 }
 
 export interface TransactionDetail {
-  record: TransactionView;
-  refunds: TransactionView[];
+  record: TransactionRecordView;
+  refunds: TransactionRecordView[];
   events: LifecycleEvent[];
 }
 
@@ -37,14 +38,15 @@ function refundId(originalId: string, n: number): string {
 export async function transactionDetail(env: Env, merchantId: string, id: string, clock: Clock): Promise<TransactionDetail | null> {
   const found = await getTransaction(env, merchantId, id, clock);
   if (!found.ok) return null;
-  const record = transactionView(found.record, found.amountRefunded);
-  const refunds: TransactionView[] = [];
+  // The record as GET /api/transaction/{id} answers it (FluidPay's fields included).
+  const record = recordView(found.record, found.amountRefunded, merchantId);
+  const refunds: TransactionRecordView[] = [];
   // Refunds are numbered from 1 in the original's shard, declined ones too: the first gap is the end.
   if (record.type === 'sale' || record.type === 'authorize') {
     for (let n = 1; n <= MAX_REFUNDS; n++) {
       const refund = await getTransaction(env, merchantId, refundId(id, n), clock);
       if (!refund.ok) break;
-      refunds.push(transactionView(refund.record, 0));
+      refunds.push(recordView(refund.record, 0, merchantId));
     }
   }
   const event = (kind: LifecycleEvent['kind'], at: unknown, amount: unknown, reference: unknown = null, outcome: unknown = null): LifecycleEvent => ({
