@@ -378,6 +378,22 @@ describe('FluidPay SDK: Transactions.Search', () => {
     expect((await search({ limit: 0 })).Data).toHaveLength(7);
   });
 
+  it("a capture that sets FluidPay's order_id, PO number and IP (CaptureRequest) is found by them as soon as it answered", async () => {
+    const other = await createMerchant({ name: 'Capturing Shop' });
+    const find = async (req: TransactionSearchRequest) =>
+      (many(Transaction, (await sdkCall(other.secretKey, 'POST', 'transaction/search', { body: searchBody(req) })).data) as Found[]).map((t) => t.id);
+    const auth = goDecode(Transaction, one((await sdkCall(other.secretKey, 'POST', 'transaction', { body: { type: 'authorize', amount: 3000, payment_method: { card: CARD } } })).data)) as Found;
+    const renamed = goDecode(Transaction, one((await sdkCall(other.secretKey, 'POST', 'transaction', { body: { type: 'authorize', amount: 3100, order_id: 'before1', payment_method: { card: CARD } } })).data)) as Found;
+    expect(await find({ order_id: Equal('ord77') })).toEqual([]);
+    await sdkCall(other.secretKey, 'POST', `transaction/${auth.id}/capture`, { body: { amount: 3000, order_id: 'ord77', po_number: 'po77', ip_address: '4.2.2.2' } });
+    await sdkCall(other.secretKey, 'POST', `transaction/${renamed.id}/capture`, { body: { order_id: 'after1' } });
+    expect(await find({ order_id: Equal('ord77') })).toEqual([auth.id]);
+    expect(await find({ order_id: Equal('ord77'), po_number: Equal('po77'), ip_address: Equal('4.2.2.2') })).toEqual([auth.id]);
+    // The order_id it had is no longer its own.
+    expect(await find({ order_id: Equal('after1') })).toEqual([renamed.id]);
+    expect(await find({ order_id: Equal('before1') })).toEqual([]);
+  });
+
   it('what binbatch does not have is IsBadRequest naming the field: UserID, AddressID, a status binbatch never sets, Limit over 100', async () => {
     const refusal = async (req: TransactionSearchRequest) => (await search(req).catch((e: unknown) => e)) as SdkError;
     const user = await refusal({ user_id: Equal('aucio551tlv85l7moe60') });
