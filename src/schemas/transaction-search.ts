@@ -15,19 +15,12 @@ import { transactionRecordSchema } from './transaction-response';
 
 const NO_CARD_NUMBER = 'must not contain a card number';
 
-/** The values an enumerated field takes (a value outside them could never match: refused, naming them). */
-export const TRANSACTION_TYPES = ['sale', 'authorize', 'credit', 'refund'] as const;
-export const TRANSACTION_STATUSES = [
-  'pending_settlement',
-  'authorized',
-  'declined',
-  'failed',
-  'settled',
-  'voided',
-  'expired',
-  'partially_refunded',
-  'refunded',
-] as const;
+/**
+ * The values an enumerated field takes (a value outside them could never match: refused, naming
+ * them): the record's own, so a type or status the record gains (verification, verified) is searchable.
+ */
+export const TRANSACTION_TYPES = transactionRecordSchema.shape.type.options;
+export const TRANSACTION_STATUSES = transactionRecordSchema.shape.status.options;
 const CARD_BRANDS = [
   'visa',
   'mastercard',
@@ -111,7 +104,7 @@ const addressQuery = (kind: 'billing' | 'shipping') =>
 const filters = {
   transaction_id: stringQuery('The transaction id (`=`: answered from its own shard and day).'),
   user_id: notModelled('users'),
-  type: stringQuery('sale, authorize, credit or refund.', TRANSACTION_TYPES),
+  type: stringQuery('sale, authorize, verification, credit or refund.', TRANSACTION_TYPES),
   status: stringQuery('The status as it is now (docs/transactions.md, "Lifecycle").', TRANSACTION_STATUSES),
   ip_address: stringQuery('The address the request came from.'),
   amount: intQuery('The total, minor units.'),

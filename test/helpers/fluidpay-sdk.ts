@@ -252,6 +252,65 @@ export function one(data: unknown): unknown {
   return data;
 }
 
+/**
+ * doList[T]: the data member decoded as `[]*T` (listDecoder). An empty array is an empty page, not
+ * ErrNotFound; null (or no data) is a nil slice; anything but an array is a decoding error.
+ */
+export function many(type: GoType, data: unknown): unknown[] {
+  if (data === null || data === undefined) return [];
+  if (!Array.isArray(data)) throw new Error(`json: cannot unmarshal ${typeof data} into Go value of type []*T`);
+  return data.map((item, i) => goDecode(ptr(type), item, `$[${i}]`));
+}
+
+// ---- query.go: the search filters' builders, as the SDK encodes them --------------------------
+
+export type StringQuery = { operator: '=' | '!='; value: string };
+export type IntQuery = { operator: '=' | '!=' | '<' | '>'; value: number };
+/** DateRangeQuery: both fields always sent (no omitempty), "" when unset. */
+export type DateRangeQuery = { start_date: string; end_date: string };
+
+export const Equal = (value: string): StringQuery => ({ operator: '=', value });
+export const NotEqual = (value: string): StringQuery => ({ operator: '!=', value });
+export const IntEqual = (value: number): IntQuery => ({ operator: '=', value });
+export const IntNotEqual = (value: number): IntQuery => ({ operator: '!=', value });
+export const LessThan = (value: number): IntQuery => ({ operator: '<', value });
+export const GreaterThan = (value: number): IntQuery => ({ operator: '>', value });
+
+/** time.Time.UTC().Format(time.RFC3339): whole seconds, "Z". */
+const rfc3339 = (at: Date) => at.toISOString().replace(/\.[0-9]{3}Z$/, 'Z');
+
+/** DateRange(start, end): both converted to UTC and formatted to the second (fractions dropped). */
+export const DateRange = (start: Date, end: Date): DateRangeQuery => ({ start_date: rfc3339(start), end_date: rfc3339(end) });
+
+/** Day(day): the UTC calendar day, 00:00:00 to 23:59:59. */
+export function Day(day: Date): DateRangeQuery {
+  const start = new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate()));
+  return DateRange(start, new Date(start.getTime() + 86_400_000 - 1000));
+}
+
+type AddressQuery = Partial<Record<'address_id' | 'first_name' | 'last_name' | 'company' | 'address_line_1' | 'address_line_2' | 'city' | 'state' | 'postal_code' | 'country' | 'email' | 'phone' | 'fax', StringQuery>>;
+
+/** TransactionSearchRequest: every filter a pointer with omitempty; Limit and Offset left out when 0. */
+export interface TransactionSearchRequest {
+  transaction_id?: StringQuery; user_id?: StringQuery; type?: StringQuery; ip_address?: StringQuery;
+  amount?: IntQuery; amount_authorized?: IntQuery; amount_captured?: IntQuery; amount_settled?: IntQuery; tax_amount?: IntQuery;
+  po_number?: StringQuery; order_id?: StringQuery; payment_method?: StringQuery; payment_type?: StringQuery; status?: StringQuery;
+  processor_id?: StringQuery; customer_id?: StringQuery; settlement_batch_id?: StringQuery;
+  created_at?: DateRangeQuery; captured_at?: DateRangeQuery; settled_at?: DateRangeQuery;
+  billing_address?: AddressQuery; shipping_address?: AddressQuery;
+  limit?: number; offset?: number;
+}
+
+/** The body encodeJSON writes for a TransactionSearchRequest (Search(nil) sends `{}`). */
+export function searchBody(req: TransactionSearchRequest | null): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(req ?? {})) {
+    if (value === undefined || ((key === 'limit' || key === 'offset') && value === 0)) continue;
+    body[key] = value;
+  }
+  return body;
+}
+
 /** NewIdempotencyKey: a random version-4 UUID. */
 export function newIdempotencyKey(): string {
   return crypto.randomUUID();

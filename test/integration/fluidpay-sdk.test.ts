@@ -10,17 +10,29 @@ import { admin, createMerchant, type TestMerchant } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
 import {
   BINLookup,
+  DateRange,
+  Day,
+  Equal,
   ErrNotFound,
+  GreaterThan,
+  IntEqual,
+  IntNotEqual,
+  LessThan,
+  NotEqual,
   SdkError,
   SettlementBatchSearchResult,
   Transaction,
   customerFrom,
   goDecode,
+  many,
   newIdempotencyKey,
   one,
   parseWebhookRequest,
   sdkCall,
+  searchBody,
   type Customer,
+  type IntQuery,
+  type TransactionSearchRequest,
 } from '../helpers/fluidpay-sdk';
 import { createEndpoint, receiver } from '../helpers/webhooks';
 
@@ -149,9 +161,252 @@ describe('FluidPay SDK: Transactions', () => {
     expect((badCard as SdkError).msg).toContain('payment_method.card.number: is not a valid card number');
   });
 
-  // Transactions.Search — POST /api/transaction/search {"amount":{"operator":">","value":0},"limit":10}:
-  // issue 33 (engineer "search") builds it; its SDK replay (doList[Transaction], total_count) goes here.
+});
 
+/**
+ * Transactions.Search (issue 34, item 6): POST /api/transaction/search with every form the SDK's
+ * TransactionSearchRequest can take (query.go's builders, DateRange and Day, the address queries,
+ * Limit and Offset), decoded as doList[Transaction] decodes it. What each search must find is
+ * computed from the records as the SDK reads them (GET, decoded): a field binbatch leaves null is
+ * "" to the SDK, so `NotEqual("")` means "has one", as the SDK's README uses it.
+ */
+describe('FluidPay SDK: Transactions.Search', () => {
+  type Found = Tx & Record<string, unknown>;
+  let merchant: TestMerchant;
+  let vaultedCustomer: string;
+  const made: Record<'shipped' | 'taxed' | 'held' | 'verified' | 'credit' | 'vaulted' | 'refund', Found> = {} as never;
+  /** Every record as it is now (GET, decoded), after the setup's settlement and refund. */
+  let current: Found[];
+
+  const create = async (body: unknown) => goDecode(Transaction, one((await sdkCall(merchant.secretKey, 'POST', 'transaction', { body })).data)) as Found;
+
+  /** TransactionsService.Search: the body as encodeJSON writes it, the page as doList decodes it. */
+  async function search(req: TransactionSearchRequest | null) {
+    const answer = await sdkCall(merchant.secretKey, 'POST', 'transaction/search', { body: searchBody(req) });
+    return { Data: many(Transaction, answer.data) as Found[], TotalCount: answer.totalCount, CorrelationID: answer.correlationId };
+  }
+
+  const sorted = (records: readonly { id: string }[]) => records.map((r) => r.id).sort();
+
+  /** The search finds exactly the records `wanted` picks (and counts them), none other. */
+  async function expectFinds(req: TransactionSearchRequest, wanted: (t: Found) => boolean, label: string) {
+    const page = await search({ ...req, limit: 100 });
+    const expected = current.filter(wanted);
+    expect(sorted(page.Data), label).toEqual(sorted(expected));
+    expect(page.TotalCount, label).toBe(expected.length);
+    return expected.length;
+  }
+
+  beforeAll(async () => {
+    merchant = await createMerchant({ name: 'Searching Shop' });
+    const vaulted = customerFrom(
+      one((await sdkCall(merchant.secretKey, 'POST', 'vault/customer', { body: { description: 'Searcher', default_payment: { card: { number: '5555555555554444', expiration_date: '12/30' } } } })).data),
+    );
+    vaultedCustomer = vaulted.ID;
+    made.shipped = await create({
+      type: 'sale',
+      amount: 1000,
+      payment_method: { card: CARD },
+      order_id: 'srch1',
+      po_number: 'po1',
+      ip_address: '4.2.2.2',
+      billing_address: { first_name: 'Jane', last_name: 'Doe', email: 'jane@example.com', postal_code: '60601', country: 'US' },
+      shipping_address: { first_name: 'Jim', city: 'Chicago', postal_code: '60602', country: 'US' },
+    });
+    made.taxed = await create({ type: 'sale', amount: 2500, tax_amount: 100, payment_method: { card: CARD }, order_id: 'srch2' });
+    made.held = await create({ type: 'authorize', amount: 5000, payment_method: { card: CARD } });
+    made.verified = await create({ type: 'verification', payment_method: { card: CARD } });
+    made.credit = await create({ type: 'credit', amount: 700, payment_method: { card: CARD } });
+    made.vaulted = await create({ type: 'sale', amount: 3000, payment_method: { customer: { id: vaulted.ID } } });
+    expect((await admin('POST', `/admin/merchants/${merchant.id}/settle`)).status).toBe(200);
+    made.refund = goDecode(Transaction, one((await sdkCall(merchant.secretKey, 'POST', `transaction/${made.shipped.id}/refund`, { body: { amount: 400 } })).data)) as Found;
+    current = await Promise.all(
+      Object.values(made).map(async (t) => goDecode(Transaction, one((await sdkCall(merchant.secretKey, 'GET', `transaction/${t.id}`)).data)) as Found),
+    );
+  });
+
+  it('Search(nil) sends {} and finds the prior four months, newest first; each record reads as the SDK reads Get', async () => {
+    const page = await search(null);
+    expect(page.TotalCount).toBe(7);
+    expect(sorted(page.Data)).toEqual(sorted(current));
+    const times = page.Data.map((t) => t.created_at.getTime());
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    expect(page.CorrelationID).toMatch(/.+/);
+    // What the README reads from a record (tx.ResponseBody.Card.AuthCode, tx.Currency, …) is filled in, as on Get.
+    for (const found of page.Data) {
+      const got = current.find((t) => t.id === found.id);
+      expect(found, found.id).toMatchObject({ status: got?.status, amount: got?.amount, currency: 'usd', response_body: got?.response_body, updated_at: got?.updated_at });
+      expect(found.response_body.card?.auth_code, found.id).toMatch(/.+/);
+    }
+    const shipped = page.Data.find((t) => t.id === made.shipped.id);
+    expect(shipped?.billing_address).toMatchObject({ first_name: 'Jane', postal_code: '60601' });
+    expect(shipped?.shipping_address).toMatchObject({ first_name: 'Jim', postal_code: '60602' });
+    expect(shipped).toMatchObject({ status: 'partially_refunded', amount_refunded: 400, response_body: { card: { first_six: '411111', last_four: '1111' } } });
+  });
+
+  it("the README's search: Equal(StatusSettled), GreaterThan, DateRange(since, time.Now()), CustomerID NotEqual(\"\"), Limit 100", async () => {
+    const since = new Date(Date.now() - 3_600_000);
+    const page = await search({ status: Equal('settled'), amount: GreaterThan(1000), created_at: DateRange(since, new Date()), customer_id: NotEqual(''), limit: 100, offset: 0 });
+    expect(page.Data.map((t) => t.id)).toEqual([made.vaulted.id]);
+    expect(page.Data[0]).toMatchObject({ customer_id: vaultedCustomer, payment_method: 'customer', amount: 3000 });
+    expect(page.TotalCount).toBe(1);
+    // Equal("") is its opposite: the records without a customer.
+    await expectFinds({ customer_id: Equal('') }, (t) => t.customer_id === '', 'customer_id = ""');
+  });
+
+  it("the SDK test's search (status, amount, two days from a start, a billing postal code !=, Limit 50, Offset 100): a page past the end is an empty page, not ErrNotFound", async () => {
+    const start = new Date(made.shipped.created_at.getTime() - 60_000);
+    const req = { status: Equal('pending_settlement'), amount: GreaterThan(100), created_at: DateRange(start, new Date(start.getTime() + 48 * 3_600_000)), billing_address: { postal_code: NotEqual('00000') } };
+    const matching = current.filter((t) => t.status === 'pending_settlement' && t.amount > 100);
+    expect(matching.map((t) => t.id)).toEqual([made.refund.id]);
+    const past = await search({ ...req, limit: 50, offset: 100 });
+    expect(past).toMatchObject({ Data: [], TotalCount: 1 });
+    expect((await search({ ...req, limit: 50 })).Data.map((t) => t.id)).toEqual([made.refund.id]);
+  });
+
+  it('CreatedAt: Day(), DateRange(), a range before any transaction, only a start_date (end_date "")', async () => {
+    const first = made.shipped.created_at;
+    const day = await search({ created_at: Day(first), limit: 100 });
+    const sameDay = current.filter((t) => t.created_at.toISOString().slice(0, 10) === first.toISOString().slice(0, 10));
+    expect(sorted(day.Data)).toEqual(sorted(sameDay));
+    expect(day.TotalCount).toBe(sameDay.length);
+    // DateRange sends whole seconds: the second of the last transaction is included to its end.
+    const last = made.refund.created_at;
+    const around = await search({ created_at: DateRange(first, last), limit: 100 });
+    expect(around.TotalCount).toBe(7);
+    const before = await search({ created_at: DateRange(new Date(first.getTime() - 3 * 86_400_000), new Date(first.getTime() - 2 * 86_400_000)) });
+    expect(before).toMatchObject({ Data: [], TotalCount: 0 });
+    const opened = await search({ created_at: { start_date: DateRange(first, first).start_date, end_date: '' }, limit: 100 });
+    expect(opened.TotalCount).toBe(7);
+    const closed = await search({ created_at: { start_date: '', end_date: DateRange(last, last).end_date }, limit: 100 });
+    expect(closed.TotalCount).toBe(7);
+  });
+
+  it('TransactionID: Equal finds the one, NotEqual every other', async () => {
+    const one = await search({ transaction_id: Equal(made.credit.id) });
+    expect(one.Data.map((t) => t.id)).toEqual([made.credit.id]);
+    expect(one.TotalCount).toBe(1);
+    await expectFinds({ transaction_id: NotEqual(made.credit.id) }, (t) => t.id !== made.credit.id, 'transaction_id !=');
+    expect(await search({ transaction_id: Equal('b7kgflt1tlv51er0fts0') })).toMatchObject({ Data: [], TotalCount: 0 });
+  });
+
+  it('integer filters: IntEqual, IntNotEqual, LessThan, GreaterThan on Amount, AmountAuthorized, AmountCaptured, AmountSettled, TaxAmount', async () => {
+    const ops = { IntEqual, IntNotEqual, LessThan, GreaterThan } as const;
+    const judge = { IntEqual: (a: number, b: number) => a === b, IntNotEqual: (a: number, b: number) => a !== b, LessThan: (a: number, b: number) => a < b, GreaterThan: (a: number, b: number) => a > b };
+    let nonEmpty = 0;
+    for (const field of ['amount', 'amount_authorized', 'amount_captured', 'amount_settled', 'tax_amount'] as const) {
+      for (const value of [0, 100, 1000, 2500]) {
+        for (const [name, build] of Object.entries(ops) as [keyof typeof ops, (v: number) => IntQuery][]) {
+          nonEmpty += Math.sign(await expectFinds({ [field]: build(value) }, (t) => judge[name](Number(t[field]), value), `${field} ${name}(${value})`));
+        }
+      }
+    }
+    expect(nonEmpty).toBeGreaterThan(40);
+    expect((await search({ amount: IntEqual(2500), tax_amount: IntEqual(100) })).Data.map((t) => t.id)).toEqual([made.taxed.id]);
+  });
+
+  it("string filters: Type (the SDK's four types and refund), Status, OrderID, PoNumber, IPAddress, PaymentMethod, PaymentType, ProcessorID, CustomerID, SettlementBatchID", async () => {
+    const settled = current.find((t) => t.id === made.taxed.id) as Found;
+    expect(settled.settlement_batch_id).toMatch(/^stl_/);
+    const values: Record<string, string[]> = {
+      type: ['sale', 'authorize', 'verification', 'credit', 'refund'],
+      status: ['pending_settlement', 'authorized', 'settled', 'partially_refunded', 'verified', 'voided', 'refunded', 'declined'],
+      order_id: ['srch1', 'srch2', 'nope', ''],
+      po_number: ['po1', ''],
+      ip_address: ['4.2.2.2', ''],
+      payment_method: ['card', 'customer', 'ach'],
+      payment_type: ['card', 'ach'],
+      processor_id: [String(settled.processor_id), 'other'],
+      customer_id: [vaultedCustomer, ''],
+      settlement_batch_id: [String(settled.settlement_batch_id), ''],
+    };
+    for (const [field, list] of Object.entries(values)) {
+      for (const value of list) {
+        await expectFinds({ [field]: Equal(value) }, (t) => t[field] === value, `${field} = ${value}`);
+        await expectFinds({ [field]: NotEqual(value) }, (t) => t[field] !== value, `${field} != ${value}`);
+      }
+    }
+    expect((await search({ type: Equal('verification') })).Data.map((t) => t.id)).toEqual([made.verified.id]);
+    expect((await search({ status: Equal('verified') })).Data.map((t) => t.id)).toEqual([made.verified.id]);
+  });
+
+  it('CapturedAt and SettledAt: DateRange and Day', async () => {
+    const today = Day(made.shipped.created_at);
+    const inRange = (at: unknown, range: { start_date: string; end_date: string }) =>
+      at instanceof Date && at.getTime() >= Date.parse(range.start_date) && at.getTime() < Date.parse(range.end_date) + 1000;
+    expect(await expectFinds({ captured_at: today }, (t) => inRange(t.captured_at, today), 'captured_at Day')).toBeGreaterThan(3);
+    expect(await expectFinds({ settled_at: today }, (t) => inRange(t.settled_at, today), 'settled_at Day')).toBeGreaterThan(2);
+    const never = DateRange(new Date(Date.now() - 10 * 86_400_000), new Date(Date.now() - 9 * 86_400_000));
+    await expectFinds({ settled_at: never }, () => false, 'settled_at long ago');
+  });
+
+  it('BillingAddress and ShippingAddress: each AddressQuery field, Equal and NotEqual', async () => {
+    const queries: [('billing_address' | 'shipping_address'), string, string][] = [
+      ['billing_address', 'first_name', 'Jane'],
+      ['billing_address', 'last_name', 'Doe'],
+      ['billing_address', 'email', 'jane@example.com'],
+      ['billing_address', 'postal_code', '60601'],
+      ['billing_address', 'country', 'US'],
+      ['billing_address', 'company', ''],
+      ['shipping_address', 'first_name', 'Jim'],
+      ['shipping_address', 'city', 'Chicago'],
+      ['shipping_address', 'postal_code', '60602'],
+      ['shipping_address', 'address_line_1', ''],
+    ];
+    for (const [object, field, value] of queries) {
+      const of = (t: Found) => (t[object] as Record<string, string>)[field];
+      await expectFinds({ [object]: { [field]: Equal(value) } }, (t) => of(t) === value, `${object}.${field} = ${value}`);
+      await expectFinds({ [object]: { [field]: NotEqual(value) } }, (t) => of(t) !== value, `${object}.${field} != ${value}`);
+    }
+    const both = await search({ billing_address: { first_name: Equal('Jane'), postal_code: Equal('60601') }, shipping_address: { postal_code: Equal('60602') } });
+    // The refund carries its sale's addresses; newest first.
+    expect(both.Data.map((t) => t.id)).toEqual([made.refund.id, made.shipped.id]);
+  });
+
+  it('Limit and Offset: pages of 2 list each transaction once, with TotalCount on every page', async () => {
+    const seen: string[] = [];
+    for (let offset = 0; ; offset += 2) {
+      const page = await search({ limit: 2, offset });
+      expect(page.TotalCount).toBe(7);
+      if (page.Data.length === 0) break;
+      expect(page.Data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.Data.map((t) => t.id));
+    }
+    expect(seen).toHaveLength(7);
+    expect([...seen].sort()).toEqual(sorted(current));
+    // Limit 0 is left out (the default page of 20).
+    expect((await search({ limit: 0 })).Data).toHaveLength(7);
+  });
+
+  it("a capture that sets FluidPay's order_id, PO number and IP (CaptureRequest) is found by them as soon as it answered", async () => {
+    const other = await createMerchant({ name: 'Capturing Shop' });
+    const find = async (req: TransactionSearchRequest) =>
+      (many(Transaction, (await sdkCall(other.secretKey, 'POST', 'transaction/search', { body: searchBody(req) })).data) as Found[]).map((t) => t.id);
+    const auth = goDecode(Transaction, one((await sdkCall(other.secretKey, 'POST', 'transaction', { body: { type: 'authorize', amount: 3000, payment_method: { card: CARD } } })).data)) as Found;
+    const renamed = goDecode(Transaction, one((await sdkCall(other.secretKey, 'POST', 'transaction', { body: { type: 'authorize', amount: 3100, order_id: 'before1', payment_method: { card: CARD } } })).data)) as Found;
+    expect(await find({ order_id: Equal('ord77') })).toEqual([]);
+    await sdkCall(other.secretKey, 'POST', `transaction/${auth.id}/capture`, { body: { amount: 3000, order_id: 'ord77', po_number: 'po77', ip_address: '4.2.2.2' } });
+    await sdkCall(other.secretKey, 'POST', `transaction/${renamed.id}/capture`, { body: { order_id: 'after1' } });
+    expect(await find({ order_id: Equal('ord77') })).toEqual([auth.id]);
+    expect(await find({ order_id: Equal('ord77'), po_number: Equal('po77'), ip_address: Equal('4.2.2.2') })).toEqual([auth.id]);
+    // The order_id it had is no longer its own.
+    expect(await find({ order_id: Equal('after1') })).toEqual([renamed.id]);
+    expect(await find({ order_id: Equal('before1') })).toEqual([]);
+  });
+
+  it('what binbatch does not have is IsBadRequest naming the field: UserID, AddressID, a status binbatch never sets, Limit over 100', async () => {
+    const refusal = async (req: TransactionSearchRequest) => (await search(req).catch((e: unknown) => e)) as SdkError;
+    const user = await refusal({ user_id: Equal('aucio551tlv85l7moe60') });
+    expect(user.isBadRequest()).toBe(true);
+    expect(user.msg).toContain('user_id');
+    expect((await refusal({ billing_address: { address_id: Equal('bl6nqk69ku6897l45fp0') } })).msg).toContain('billing_address.address_id');
+    const flagged = await refusal({ status: Equal('flagged') });
+    expect(flagged.isBadRequest()).toBe(true);
+    expect(flagged.msg).toContain('status.value: must be one of');
+    expect((await refusal({ limit: 101 })).msg).toContain('limit');
+    const card = await refusal({ order_id: Equal(CARD.number) });
+    expect(card.msg).toBe('order_id.value: must not contain a card number');
+  });
 });
 
 describe('FluidPay SDK: Customers (the vault)', () => {

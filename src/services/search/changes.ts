@@ -10,9 +10,10 @@ import type { Clock } from '../../lib/time';
 import type { SettledEntry } from '../../storage/ledger-shard';
 import { getTransaction } from '../transactions/engine';
 import type { OperationOutcome } from '../transactions/operations';
-import { indexUnits, registerShardDays, shardOfId } from './indexer';
-import { SETTLED_IDS_PER_CALL } from './limits';
-import { searchDay, searchDirectory } from './names';
+import type { TransactionRecord } from '../../schemas/transaction-columns';
+import { indexUnits, keyHash, registerShardDays, shardOfId } from './indexer';
+import { KEY_REFS_MAX, SETTLED_IDS_PER_CALL } from './limits';
+import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
 
 /**
  * After a capture, void or refund answered (the operation's hook): the transaction as it is now,
@@ -31,6 +32,8 @@ export async function indexOperation(env: Env, merchantId: string, transactionId
       { id: transactionId, shard, record: current.record, amountRefunded: current.amountRefunded },
     ]);
     if (typeof written !== 'number') throw new Error(`search day ${day} could not be written: ${written.failed}`);
+    // A capture may set the order_id (FluidPay's capture fields): the week object must list it.
+    if (outcome.record.id === transactionId && outcome.record.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day);
   }
   if (outcome.record.type === 'refund' && outcome.record.id !== transactionId) {
     // A refund is a transaction of its own, made now: a unit in today's day object.
@@ -64,4 +67,26 @@ export async function indexSettlement(env: Env, merchantId: string, shard: strin
   if (holding.length === 0) return;
   const done = await directory.addSettled(merchantId, batchDate, holding);
   if (done !== true) throw new Error(`search directory could not be written: ${done.failed}`);
+}
+
+/**
+ * `order_id =` reads only the units the week object lists for that order id, written when the
+ * transaction was indexed. A capture that sets another order id (issue 34's CaptureRequest)
+ * adds the new reference, unless the week object already lists this unit for that order id
+ * (the usual case: an order id given at creation). The check is one lookup, and it keeps replays
+ * and plain captures from writing a reference twice. A value too common to list
+ * (`truncated`) is searched over the window's days anyway. The reference the record no longer has
+ * stays, and the day object's current record filters it out.
+ */
+async function referenceOrderId(env: Env, merchantId: string, record: TransactionRecord, day: string): Promise<void> {
+  const value = record.order_id;
+  if (typeof value !== 'string' || value === '') return;
+  const week = weekOf(day);
+  const at = Date.parse(String(record.created_at));
+  const hash = keyHash('order_id', value);
+  const keys = searchKeys(env, merchantId, week);
+  const listed = await keys.lookup(hash, KEY_REFS_MAX);
+  if (listed.truncated || listed.ats.some((t) => Date.parse(t) === at)) return;
+  const done = await keys.add({ merchantId, week }, [{ hash, at: String(record.created_at) }]);
+  if (done !== true) throw new Error(`search keys ${week} could not be written: ${done.failed}`);
 }

@@ -46,11 +46,15 @@ function stringValue(tx: PresentTransaction, field: StringField): string | null 
   }
 }
 
-/** Whether a record meets one condition. `!=` keeps records without the field (null differs from any value). */
+/**
+ * Whether a record meets one condition. A field the record does not have compares as "" (FluidPay's
+ * records carry "" where binbatch's carry null): `= ""` finds the records without it, `!= ""` those
+ * with it (the SDK's README: `CustomerID: NotEqual("")`), and `!=` any other value keeps them.
+ */
 export function meets(tx: PresentTransaction, condition: Condition): boolean {
   switch (condition.kind) {
     case 'string': {
-      const value = stringValue(tx, condition.field);
+      const value = stringValue(tx, condition.field) ?? '';
       return condition.op === '=' ? value === condition.value : value !== condition.value;
     }
     case 'int': {

@@ -5,9 +5,9 @@
  */
 import type { Env } from '../../env';
 import type { Clock } from '../../lib/time';
+import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { getTransaction } from '../transactions/engine';
 import { recordView } from '../transactions/fluidpay-record';
-import type { TransactionRecordView } from '../../schemas/transaction-response';
 
 /** Refunds of one transaction the view reads at most (each refund is one more look-up in the shard). */
 const MAX_REFUNDS = 50;
@@ -38,6 +38,7 @@ function refundId(originalId: string, n: number): string {
 export async function transactionDetail(env: Env, merchantId: string, id: string, clock: Clock): Promise<TransactionDetail | null> {
   const found = await getTransaction(env, merchantId, id, clock);
   if (!found.ok) return null;
+  // The record as GET /api/transaction/{id} answers it (FluidPay's fields included).
   const record = recordView(found.record, found.amountRefunded, merchantId);
   const refunds: TransactionRecordView[] = [];
   // Refunds are numbered from 1 in the original's shard, declined ones too: the first gap is the end.

@@ -137,8 +137,10 @@ async function pageRecords(env: Env, merchantId: string, page: readonly Position
  * every day of the window that holds data. Days outside [fromDay, toDay] are dropped.
  */
 async function planDays(env: Env, merchantId: string, conditions: readonly Condition[], fromDay: string, toDay: string): Promise<DayPlan[]> {
+  // `= ""` asks for the records without the field, which no index lists: such a filter is applied
+  // over the window's days like any other (an id is never "": that finds nothing below).
   const equal = (field: string): string | undefined => {
-    for (const c of conditions) if (c.kind === 'string' && c.field === field && c.op === '=') return c.value;
+    for (const c of conditions) if (c.kind === 'string' && c.field === field && c.op === '=' && (c.value !== '' || field === 'id')) return c.value;
     return undefined;
   };
   const inWindow = (day: string) => day >= fromDay && day <= toDay;
