@@ -9,7 +9,6 @@ import type { Env } from '../../env';
 import type { Clock } from '../../lib/time';
 import type { SettledEntry } from '../../storage/ledger-shard';
 import { getTransaction } from '../transactions/engine';
-import type { OperationOutcome } from '../transactions/operations';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { indexUnits, keyHash, registerShardDays, shardOfId } from './indexer';
 import { KEY_REFS_MAX, SETTLED_IDS_PER_CALL } from './limits';
@@ -17,11 +16,18 @@ import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
 
 /**
  * After a capture, void or refund answered (the operation's hook): the transaction as it is now,
- * read back from its shard, and the refund it made. A refused or declined capture or void changed
- * nothing; a replay is indexed again (an upsert), which repairs an earlier failure.
+ * read back from its shard, and the refund it made (`answered`: the record the operation answered,
+ * the refund's for a refund; null when it was refused or declined, which changed nothing). A replay
+ * is indexed again (an upsert), which repairs an earlier failure.
  */
-export async function indexOperation(env: Env, merchantId: string, transactionId: string, outcome: OperationOutcome, clock: Clock): Promise<void> {
-  if (!outcome.ok) return;
+export async function indexOperation(
+  env: Env,
+  merchantId: string,
+  transactionId: string,
+  answered: (TransactionRecord & { amount_refunded?: number }) | null,
+  clock: Clock,
+): Promise<void> {
+  if (answered === null) return;
   const shard = shardOfId(merchantId, transactionId);
   if (shard === null) return;
   const current = await getTransaction(env, merchantId, transactionId, clock);
@@ -33,11 +39,11 @@ export async function indexOperation(env: Env, merchantId: string, transactionId
     ]);
     if (typeof written !== 'number') throw new Error(`search day ${day} could not be written: ${written.failed}`);
     // A capture may set the order_id (FluidPay's capture fields): the week object must list it.
-    if (outcome.record.id === transactionId && outcome.record.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day);
+    if (answered.id === transactionId && answered.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day);
   }
-  if (outcome.record.type === 'refund' && outcome.record.id !== transactionId) {
+  if (answered.type === 'refund' && answered.id !== transactionId) {
     // A refund is a transaction of its own, made now: a unit in today's day object.
-    const { amount_refunded: _refunded, ...record } = outcome.record;
+    const { amount_refunded: _refunded, ...record } = answered;
     await indexUnits(env, merchantId, [{ shard, page: String(record.id), at: String(record.created_at), records: [record] }]);
   }
 }

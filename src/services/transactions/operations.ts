@@ -54,7 +54,7 @@ type StoredAnswer = { status: 200 | 201; record: TransactionView } | { status: 4
 
 export async function runOperation(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationOutcome> {
   const outcome = await runUnindexedOperation(env, caller, input, clock); // search (issue 33): indexed before the answer
-  await indexOperation(env, caller.merchantId, input.transactionId, outcome, clock); // search (issue 33)
+  await indexOperation(env, caller.merchantId, input.transactionId, outcome.ok ? outcome.record : null, clock); // search (issue 33)
   return outcome; // search (issue 33)
 } // search (issue 33)
 
