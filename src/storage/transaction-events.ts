@@ -5,6 +5,7 @@
  * Endpoint ids travel as one JSON parameter, so no statement nears D1's bound parameters.
  */
 import type { WebhookEventType } from '../schemas/webhooks';
+import type { EndpointRow } from './webhooks';
 
 const SUBSCRIBED = `EXISTS (SELECT 1 FROM json_each(e.events) WHERE json_each.value = 'transaction_create')`;
 
@@ -17,18 +18,11 @@ export async function listTransactionEventEndpointIds(db: D1Database, merchantId
   return results.map((row) => row.id);
 }
 
-/** What one attempt needs of its endpoint, and where its summary stands. */
-export interface TransactionEventEndpoint {
-  id: string;
-  merchant_id: string;
-  url: string;
-  events: WebhookEventType[];
-  sealed_secret: string;
-  sealed_previous_secret: string | null;
-  previous_secret_expires_at: string | null;
+/** What one attempt needs of its endpoint (its webhooks.ts row, less when it was made and changed), and where its summary stands. */
+export type TransactionEventEndpoint = Omit<EndpointRow, 'created_at' | 'updated_at'> & {
   last_delivered_at: string | null;
   failing_since: string | null;
-}
+};
 
 /** The endpoints a queue batch names (at most its size, 10), by id; a deleted one is absent. */
 export async function findTransactionEventEndpoints(db: D1Database, ids: readonly string[]): Promise<Map<string, TransactionEventEndpoint>> {
