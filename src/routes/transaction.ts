@@ -214,6 +214,7 @@ function answerOperation(c: Context<AppEnv>, outcome: OperationOutcome) {
     case 'in_progress':
       throw new AppError('conflict', outcome.message, undefined, { 'Retry-After': '1' });
     case 'wrong_state':
+    case 'limit':
     case 'idempotency_conflict':
       throw new AppError('conflict', outcome.message);
     case 'declined':

@@ -21,7 +21,7 @@
 import type { Env } from '../../env';
 import { isoTimestamp } from '../../lib/time';
 import type { TransactionContext } from '../../schemas/transaction-columns';
-import { answerOf, CLAIMED_STATUS, type ShardFailure, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
+import { answerOf, CLAIMED_STATUS, MAX_OPERATIONS_PER_TRANSACTION, type ShardFailure, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 
 const DAY_MS = 86_400_000;
@@ -29,8 +29,12 @@ const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
 const BATCH_ID = /^bat_([0-9a-v]{20})$/;
 const BATCH_TRANSACTION_ID = /^txn_b([0-9]{8})([0-9a-v]{20})([1-9][0-9]{0,8})$/;
 const API_TRANSACTION_ID = /^txn_a([0-9]{8})([0-9a-v]{20})$/;
-/** A refund: its original's id without `txn_`, then `x` and its number among the original's refunds. */
-const REFUND_TRANSACTION_ID = /^txn_r([ab][0-9a-v]+)x([1-9][0-9]{0,3})$/;
+/**
+ * A refund: its original's id without `txn_`, then `x` and its number among the original's refunds,
+ * 1 to MAX_OPERATIONS_PER_TRANSACTION (every refund the shard can number parses; checked below).
+ */
+const REFUND_TRANSACTION_ID = /^txn_r([ab][0-9a-v]+)x([1-9][0-9]{0,4})$/;
+if (MAX_OPERATIONS_PER_TRANSACTION > 99_999) throw new Error('a refund number could pass the digits its id parses');
 
 /** A claim made this close to midnight is checked against the neighbouring day's shard as well. */
 export const BOUNDARY_RECHECK_MS = 5 * 60_000;
@@ -89,7 +93,7 @@ export type ParsedTransactionId = OriginalId | { kind: 'refund'; originalId: str
 /** Which shard an id names; null for an id of no known form. A refund's shard is its original's. */
 export function parseTransactionId(id: string): ParsedTransactionId | null {
   const refund = REFUND_TRANSACTION_ID.exec(id);
-  if (refund) {
+  if (refund && Number(refund[2]) <= MAX_OPERATIONS_PER_TRANSACTION) {
     const originalId = `txn_${refund[1]}`;
     const original = parseOriginalId(originalId);
     return original ? { kind: 'refund', originalId, original } : null;

@@ -40,7 +40,7 @@ export type OperationOutcome =
   | { ok: true; status: 200 | 201; record: TransactionView; replayed: boolean }
   | {
       ok: false;
-      reason: 'not_found' | 'idempotency_conflict' | 'in_progress' | 'wrong_state' | 'amount' | 'declined' | 'archived';
+      reason: 'not_found' | 'idempotency_conflict' | 'in_progress' | 'wrong_state' | 'amount' | 'limit' | 'declined' | 'archived';
       message: string;
       replayed?: boolean;
     };
