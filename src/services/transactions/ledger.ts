@@ -75,9 +75,29 @@ function compactDay(day: string): string {
   return day.replaceAll('-', '');
 }
 
+/**
+ * The days an id can name at all (docs/transactions.md, "Transaction ids"), checked when it is
+ * parsed, before any object is touched. The first: ids of this form were first issued in 2026 (the
+ * service's first release), so an earlier day names nothing. The last: a shard's alarms run to its
+ * archive, TRANSACTION_RETENTION_DAYS after its day, and workerd keeps time as nanoseconds in 64
+ * bits, which end on 2262-04-11; an id dated after 2199 could only make a shard whose alarm cannot
+ * be set. The clock's own bound (no id names a day after tomorrow) is the caller's (engine.ts).
+ */
+export const FIRST_ID_DAY = '2026-01-01';
+export const LAST_ID_DAY = '2199-12-31';
+
+/** `YYYYMMDD` as `YYYY-MM-DD`, if it is a real calendar day (not 20270231) between the bounds above. */
 function dashedDay(compact: string): string | null {
   const day = `${compact.slice(0, 4)}-${compact.slice(4, 6)}-${compact.slice(6, 8)}`;
-  return Number.isNaN(Date.parse(`${day}T00:00:00.000Z`)) ? null : day;
+  if (day < FIRST_ID_DAY || day > LAST_ID_DAY) return null;
+  const ms = Date.parse(`${day}T00:00:00.000Z`);
+  // Date.parse takes 2027-02-31 as 2027-03-03: the day must read back as itself.
+  return Number.isNaN(ms) || utcDay(new Date(ms)) !== day ? null : day;
+}
+
+/** The day after `now`'s UTC day: no id names a later one (a day's grace for clocks a little ahead). */
+export function lastIssuedDay(now: Date): string {
+  return utcDay(new Date(now.getTime() + DAY_MS));
 }
 
 export async function apiTransactionId(merchantId: string, idempotencyKey: string, day: string): Promise<string> {
