@@ -57,6 +57,8 @@ export function registerTransaction(registry: Registry): void {
       request: { params: transactionIdParamSchema, headers: idempotencyHeaderSchema.pick({ 'idempotency-key': true }), body: { required: false, content: json(op.body) } },
       responses: {
         [op.status]: { description: op.answer, headers: replayHeaders, content: json(record) },
+        // A refund's replay creates nothing: 200 with Idempotent-Replayed, as POST /api/transaction answers its replays.
+        ...(op.status === 201 ? { 200: { description: 'A replay of the first answer under this Idempotency-Key (Idempotent-Replayed: true).', headers: replayHeaders, content: json(record) } } : {}),
         ...errors([400, 401, 402, 404, 409, 410, 413], {
           400: op.kind === 'void' ? 'Malformed id or body.' : 'Malformed id or body, or `amount` over the limit (the message names it).',
           402: `The processor declined the ${op.kind}: msg says what it answered. Nothing changed.`,
@@ -130,7 +132,8 @@ export function registerTransaction(registry: Registry): void {
       body: { required: false, content: json(resendBodySchema, { email: 'customer@example.com' }) },
     },
     responses: {
-      202: { description: 'Queued: the receipt and its state (status queued).', headers: replayHeaders, content: json(successEnvelopeSchema(receiptStateSchema)) },
+      202: { description: 'Queued: the receipt and its state (status queued).', content: json(successEnvelopeSchema(receiptStateSchema)) },
+      200: { description: 'A replay of the first answer under this Idempotency-Key (Idempotent-Replayed: true): nothing more is queued.', headers: replayHeaders, content: json(successEnvelopeSchema(receiptStateSchema)) },
       ...errors([400, 401, 404, 409, 410, 413, 429], {
         400: 'Malformed id or `email`, or the transaction has no address and no `email` was given (errors names `email`).',
         409: 'Only an approved transaction has a receipt; or this transaction has had 10 receipts.',
