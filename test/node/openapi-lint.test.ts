@@ -91,11 +91,11 @@ describe('the OpenAPI document', () => {
     expect(problems.filter((p) => p.severity === 'error').map(describe)).toEqual([]);
     // The warnings left, on purpose: no license (a private project), no 4xx on the unauthenticated
     // service pages (/healthz, /openapi.json, /docs, /console), which answer nothing but 200; and
-    // /api/transaction/export/{id} beside /api/transaction/{id}/capture (issue 33 names both paths):
+    // /api/transaction/export/{id} beside /api/transaction/{id}/capture, void, refund and receipt (issues 32 and 33 name them):
     // a template could match both, no request can (transaction ids are txn_…, export ids exp_…).
     expect([...new Set(problems.map((p) => p.ruleId))].sort()).toEqual(['info-license', 'no-ambiguous-paths', 'operation-4xx-response']);
     expect(problems.filter((p) => p.ruleId === 'no-ambiguous-paths').map((p) => p.message)).toEqual(
-      ['capture', 'void', 'refund'].map((op) => `Paths should resolve unambiguously. Found two ambiguous paths: \`/api/transaction/export/{id}\` and \`/api/transaction/{id}/${op}\`.`),
+      ['capture', 'void', 'refund', 'receipt'].map((op) => `Paths should resolve unambiguously. Found two ambiguous paths: \`/api/transaction/export/{id}\` and \`/api/transaction/{id}/${op}\`.`),
     );
   });
 
