@@ -6,7 +6,8 @@
 import type { Env } from '../../env';
 import type { Clock } from '../../lib/time';
 import type { TransactionSearchBody } from '../../schemas/transaction-search';
-import type { TransactionView } from '../transactions/operations';
+import { recordView } from '../transactions/fluidpay-record';
+import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { runSearch } from './query';
 import { decodeCursor, encodeCursor, filtersFingerprint, searchConditions, searchWindow, type SearchWindow } from './request';
 
@@ -15,7 +16,7 @@ export interface SearchAnswer {
   msg: 'success';
   total_count: number;
   total_count_exact: boolean;
-  data: TransactionView[];
+  data: TransactionRecordView[];
   window: { start_date: string; end_date: string | null; defaulted: boolean };
   limit: number;
   offset: number;
@@ -54,7 +55,8 @@ export async function searchTransactions(env: Env, merchantId: string, body: Tra
       msg: 'success',
       total_count: totalCount,
       total_count_exact: exact,
-      data: page.records,
+      // FluidPay's fields beside the columns, as GET /api/transaction/{id} answers each record.
+      data: page.records.map((view) => recordView(view, view.amount_refunded, merchantId)),
       window: { start_date: window.from, end_date: window.to, defaulted: window.defaulted },
       limit,
       offset,
