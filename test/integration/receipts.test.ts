@@ -246,8 +246,8 @@ describe('the outbox', () => {
   });
 
   it('runs of one shard never send a receipt twice, however many run at once', async () => {
-    // Due on a day of its own (the engine's clock: tomorrow, the latest day an id the API reads may
-    // name), so only the runs below can send it.
+    // Due on a day of its own (the engine's clock: tomorrow, a day no other test of this merchant
+    // uses), so only the runs below can send it.
     const at = Date.now() + 86_400_000;
     const to = address('race');
     const tx = await chargeAt(at, { ...SALE, amount: '1000', email_receipt: 'true', email_address: to });

@@ -81,7 +81,7 @@ export type TransactionLocation =
 /**
  * The shard that holds a merchant's transaction (its id names it) and the page its record is on.
  * An id that names what cannot exist is not found before any object is touched: a malformed one, a
- * day before the service or after tomorrow (parseTransactionId, lastIssuedDay), a batch the merchant
+ * day before the service or more than a year ahead (parseTransactionId, lastIssuedDay), a batch the merchant
  * never uploaded. Past retention, "archived" only when the shard's archive is in R2; otherwise the
  * shard is asked (its archive may not have begun; a shard never written answers not found and
  * stays empty).

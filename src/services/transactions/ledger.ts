@@ -81,7 +81,7 @@ function compactDay(day: string): string {
  * service's first release), so an earlier day names nothing. The last: a shard's alarms run to its
  * archive, TRANSACTION_RETENTION_DAYS after its day, and workerd keeps time as nanoseconds in 64
  * bits, which end on 2262-04-11; an id dated after 2199 could only make a shard whose alarm cannot
- * be set. The clock's own bound (no id names a day after tomorrow) is the caller's (engine.ts).
+ * be set. The clock's own bound (ISSUED_DAYS_AHEAD) is the caller's (engine.ts).
  */
 export const FIRST_ID_DAY = '2026-01-01';
 export const LAST_ID_DAY = '2199-12-31';
@@ -95,9 +95,18 @@ function dashedDay(compact: string): string | null {
   return Number.isNaN(ms) || utcDay(new Date(ms)) !== day ? null : day;
 }
 
-/** The day after `now`'s UTC day: no id names a later one (a day's grace for clocks a little ahead). */
+/**
+ * Days after `now` an id may name and still be looked up. Ids are dated by the clock that issued
+ * them, so none names a later day than today; the margin is generous on purpose (clocks a little
+ * ahead, and the engine run on a clock of its own, as tests and replays of a day do): it keeps a
+ * made-up id of a far day from waking any object, not a near one (whose shard answers not found
+ * and writes nothing).
+ */
+export const ISSUED_DAYS_AHEAD = 366;
+
+/** The latest day an id looked up at `now` may name. */
 export function lastIssuedDay(now: Date): string {
-  return utcDay(new Date(now.getTime() + DAY_MS));
+  return utcDay(new Date(now.getTime() + ISSUED_DAYS_AHEAD * DAY_MS));
 }
 
 export async function apiTransactionId(merchantId: string, idempotencyKey: string, day: string): Promise<string> {
