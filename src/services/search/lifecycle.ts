@@ -3,6 +3,8 @@
  * it is now, its refunds, and the events of its life in order (created, captured, settled, refunded,
  * voided, expired), read from its ledger shard.
  */
+import { recordView } from '../transactions/fluidpay-record';
+import type { TransactionRecordView } from '../../schemas/transaction-response';
 import type { Env } from '../../env';
 import type { Clock } from '../../lib/time';
 import { getTransaction } from '../transactions/engine';
@@ -24,8 +26,8 @@ export interface LifecycleEvent {
 }
 
 export interface TransactionDetail {
-  record: TransactionView;
-  refunds: TransactionView[];
+  record: TransactionRecordView;
+  refunds: TransactionRecordView[];
   events: LifecycleEvent[];
 }
 
@@ -61,5 +63,6 @@ export async function transactionDetail(env: Env, merchantId: string, id: string
   if (record.status === 'voided') events.push(event('voided', null, 0));
   if (record.status === 'expired') events.push(event('expired', null, 0));
   events.sort((a, b) => (a.at === null ? 1 : b.at === null ? -1 : a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-  return { record, refunds, events };
+  // FluidPay's fields beside the columns, as GET /api/transaction/{id} answers each record.
+  return { record: recordView(record, record.amount_refunded, merchantId), refunds: refunds.map((refund) => recordView(refund, 0, merchantId)), events };
 }
