@@ -63,6 +63,7 @@ describe('ids that name what cannot exist (item 3)', () => {
       const got = await call('GET', `/api/transaction/${id}`, { key: shop.secretKey });
       expect(got.status, id).toBe(404);
       for (const kind of ['capture', 'void', 'refund'] as const) expect((await operate(shop, id, kind)).status, `${kind} ${id}`).toBe(404);
+      expect((await call('POST', `/api/transaction/${id}/receipt`, { key: shop.secretKey })).status, `receipt ${id}`).toBe(404);
     }
     // Not one ledger shard was made, and the shards those days would name hold nothing.
     expect([...(await ids())].filter((id) => !before.has(id))).toEqual([]);

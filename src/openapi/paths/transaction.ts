@@ -19,7 +19,7 @@ const OPERATIONS = [
     body: captureBodySchema,
     status: 200,
     answer: 'The transaction, status pending_settlement, with amount_captured and captured_at.',
-    rules: "Only while authorized (an authorization expires after AUTHORIZATION_EXPIRY_DAYS, 7). `amount` ≤ amount_authorized, default all of it. FluidPay's optional order_id, po_number, tax_amount, shipping_amount, tax_exempt and ip_address replace what the authorization recorded (tax + shipping + surcharge ≤ the amount captured).",
+    rules: "Only while authorized (an authorization expires after AUTHORIZATION_EXPIRY_DAYS, 7), and not a zero-amount authorization (an account check: 409). `amount` ≤ amount_authorized, default all of it. FluidPay's optional order_id, po_number, tax_amount, shipping_amount, tax_exempt and ip_address replace what the authorization recorded (tax + shipping + surcharge ≤ the amount captured).",
   },
   {
     kind: 'void',
@@ -62,7 +62,7 @@ export function registerTransaction(registry: Registry): void {
         ...errors([400, 401, 402, 404, 409, 410, 413], {
           400: op.kind === 'void' ? 'Malformed id or body.' : 'Malformed id or body, or `amount` over the limit (the message names it).',
           402: `The processor declined the ${op.kind}: msg says what it answered. Nothing changed.`,
-          409: 'The transaction\'s status does not allow it (the message names the status and what is allowed); the Idempotency-Key was used with another body; or another operation on it is in progress (Retry-After: 1).',
+          409: 'The transaction\'s status does not allow it (the message names the status and what is allowed); the Idempotency-Key was used with another body; the transaction has had 10,000 captures, voids and refunds (the most one may have); or another operation on it is in progress (Retry-After: 1).',
         }),
       },
     });
