@@ -186,6 +186,42 @@ export class SearchDay extends DurableObject<Env> {
   }
 
   /**
+   * The ledger left these transactions of `shard` out of a settlement run while an operation on them
+   * was in flight, though it marked their pages settled (docs/transactions.md, "Settlement and
+   * operations"): each gets a change row holding its record as processed, still awaiting settlement,
+   * unless it has one already (a later state, never overwritten), before its unit is marked settled.
+   * Answers how many of the ids this day holds. Called before the run's entries, in the same order
+   * as the ledger's handoff.
+   */
+  async held(shard: string, ids: readonly string[]): Promise<number | DayFailure> {
+    return answerOrFailure(async () => {
+      const sql = this.ctx.storage.sql;
+      if (!readDayMeta(sql)) return 0;
+      const changes = readChanges(sql, ids);
+      const wanted = new Set(ids.filter((id) => !changes.has(id)));
+      const units = new Map<string, UnitKey>();
+      const members = new Map<string, Set<number | string>>();
+      for (const id of wanted) {
+        const unit = this.#unitOf(shard, id, members);
+        if (unit) units.set(unitKeyString(unit), unit);
+      }
+      // Rare (an operation in flight as a run passes its page): the few units named are decoded whole.
+      const found: { key: UnitKey; record: TransactionRecord }[] = [];
+      for (const unit of readUnits(sql, [...units.values()])) {
+        const text = unit.format === 'gzip' ? await gunzipText(unit.records as ArrayBuffer) : String(unit.records);
+        for (const packed of JSON.parse(text) as PackedRecord[]) {
+          const record = unpackRecord(packed);
+          if (wanted.has(String(record.id))) found.push({ key: { shard: unit.shard, page: unit.page, at: unit.at }, record });
+        }
+      }
+      this.ctx.storage.transactionSync(() => {
+        for (const { key, record } of found) upsertChange(sql, { ...key, id: String(record.id), rank: rankOf(record, 0), amountRefunded: 0, settledOn: null, record });
+      });
+      return found.length;
+    });
+  }
+
+  /**
    * The unit holding a transaction of `shard`: its own page (API, refund), or its chunk's (a batch
    * row), checked against the lines the unit holds: a chunk may have been claimed by more than one
    * attempt, and the floor page found here may be an earlier chunk held by this day while the row's

@@ -145,7 +145,8 @@ export const transaction = new Hono<AppEnv>()
       const result = await resendReceipt(c.env, c.get('caller').merchantId, id, { to: c.req.valid('json').email ?? null, requestKey: requestKey ?? null }, systemClock);
       if (result.ok) {
         if (result.replayed) c.header('Idempotent-Replayed', 'true');
-        return c.json(success(result.receipt), 202);
+        // A replay queues nothing: 200, as every route answers its replays (202: queued now).
+        return c.json(success(result.receipt), result.replayed ? 200 : 202);
       }
       switch (result.reason) {
         case 'not_found':
@@ -214,6 +215,7 @@ function answerOperation(c: Context<AppEnv>, outcome: OperationOutcome) {
     case 'in_progress':
       throw new AppError('conflict', outcome.message, undefined, { 'Retry-After': '1' });
     case 'wrong_state':
+    case 'limit':
     case 'idempotency_conflict':
       throw new AppError('conflict', outcome.message);
     case 'declined':

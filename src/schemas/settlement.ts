@@ -6,7 +6,12 @@ import { z } from 'zod';
 import { successEnvelopeSchema, timestampSchema } from './envelope';
 import { captureDetailsShape } from './fluidpay-transaction';
 
-const money = z.int().min(0);
+/**
+ * A settled total, minor units: a JSON number while exact as one (up to 2^53 − 1), past it the
+ * exact decimal digits as a string, never a rounded number (docs/transactions.md, "Exact totals").
+ */
+const money = z.union([z.int().min(0), z.string().regex(/^[0-9]+$/)]);
+const signedMoney = z.union([z.int(), z.string().regex(/^-?[0-9]+$/)]);
 const day = z.iso.date('must be a date, YYYY-MM-DD');
 
 export const settlementBatchSchema = z
@@ -15,9 +20,9 @@ export const settlementBatchSchema = z
     batch_date: z.string().meta({ description: 'The merchant day it settles (YYYY-MM-DD): the day that ends at its cutoff.' }),
     processor_id: z.string(),
     num_transactions: z.int().min(0),
-    amount_captured: money.meta({ description: 'Sales and captures settled, minor units.' }),
-    amount_credit: money.meta({ description: 'Refunds and credits settled, minor units.' }),
-    net_deposit: z.int().meta({ description: 'amount_captured − amount_credit.' }),
+    amount_captured: money.meta({ description: 'Sales and captures settled, minor units (a string of digits past 2^53 − 1: exact, never rounded).' }),
+    amount_credit: money.meta({ description: 'Refunds and credits settled, minor units (a string of digits past 2^53 − 1).' }),
+    net_deposit: signedMoney.meta({ description: 'amount_captured − amount_credit.' }),
     created_at: timestampSchema,
     updated_at: timestampSchema.meta({ description: 'When a run last added to it.' }),
   })

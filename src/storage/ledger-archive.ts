@@ -17,6 +17,12 @@ export function ledgerArchiveKey(shardName: string): string {
   return `ledger-archive/${shardName}/`;
 }
 
+/** Whether a shard's archive was begun in R2 (one list call of one key): an id past retention is "archived" only then. */
+export async function hasLedgerArchive(bucket: R2Bucket, shardName: string): Promise<boolean> {
+  const listed = await bucket.list({ prefix: ledgerArchiveKey(shardName), limit: 1 });
+  return listed.objects.length > 0;
+}
+
 export function ledgerArchivePartKey(shardName: string, part: number): string {
   return `${ledgerArchiveKey(shardName)}${String(part).padStart(5, '0')}.ndjson.gz`;
 }

@@ -13,6 +13,7 @@
  * Retention: a batch and its entries are deleted TRANSACTION_RETENTION_DAYS after its day, like the
  * transactions they list; a shard leaves the index as soon as it holds nothing unsettled.
  */
+import { exactDifference, exactInteger, type ExactInteger } from '../lib/exact-integer';
 import type { HandoffPiece } from './ledger-shard';
 
 const MIGRATIONS: readonly string[] = [
@@ -112,9 +113,10 @@ export interface SettlementBatch {
   batch_date: string;
   processor_id: string;
   num_transactions: number;
-  amount_captured: number;
-  amount_credit: number;
-  net_deposit: number;
+  /** Exact: a number up to 2^53 − 1, its decimal digits past it. */
+  amount_captured: ExactInteger;
+  amount_credit: ExactInteger;
+  net_deposit: ExactInteger;
   created_at: string;
   updated_at: string;
 }
@@ -178,21 +180,25 @@ export function recordPiece(
   return touched;
 }
 
+// The sums are read as text: SQLite adds 64-bit integers exactly, and a number past 2^53 read into
+// JavaScript would be rounded (lib/exact-integer.ts; docs/transactions.md, "Exact totals").
 const BATCH_SELECT = `SELECT b.id, b.batch_date, b.processor_id, b.created_at, b.updated_at,
-  COALESCE(SUM(e.num), 0) AS num_transactions, COALESCE(SUM(e.captured), 0) AS amount_captured, COALESCE(SUM(e.credit), 0) AS amount_credit
+  COALESCE(SUM(e.num), 0) AS num_transactions, CAST(COALESCE(SUM(e.captured), 0) AS TEXT) AS amount_captured, CAST(COALESCE(SUM(e.credit), 0) AS TEXT) AS amount_credit
   FROM batches b LEFT JOIN entries e ON e.batch_id = b.id`;
 
-type BatchSql = Omit<SettlementBatch, 'net_deposit'>;
+type BatchSql = Omit<SettlementBatch, 'net_deposit' | 'amount_captured' | 'amount_credit'> & { amount_captured: string; amount_credit: string };
 
 function batchFromSql(row: BatchSql): SettlementBatch {
+  const captured = exactInteger(row.amount_captured);
+  const credit = exactInteger(row.amount_credit);
   return {
     id: row.id,
     batch_date: row.batch_date,
     processor_id: row.processor_id,
     num_transactions: row.num_transactions,
-    amount_captured: row.amount_captured,
-    amount_credit: row.amount_credit,
-    net_deposit: row.amount_captured - row.amount_credit,
+    amount_captured: captured,
+    amount_credit: credit,
+    net_deposit: exactDifference(captured, credit),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -25,7 +25,7 @@ const VISA = '4111111111111111';
 const D = Math.floor(Date.now() / DAY) * DAY + 7 * DAY;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-type Batch = { id: string; batch_date: string; processor_id: string; num_transactions: number; amount_captured: number; amount_credit: number; net_deposit: number };
+type Batch = { id: string; batch_date: string; processor_id: string; num_transactions: number; amount_captured: number | string; amount_credit: number | string; net_deposit: number | string };
 
 async function callerOf(merchant: TestMerchant): Promise<Caller> {
   const caller = await authenticateKey(env, merchant.secretKey);
@@ -83,8 +83,8 @@ async function batchIds(merchant: TestMerchant, batchId: string, limit: number):
 function totals(batches: readonly Batch[]) {
   return {
     count: batches.reduce((n, b) => n + b.num_transactions, 0),
-    captured: batches.reduce((n, b) => n + b.amount_captured, 0),
-    credit: batches.reduce((n, b) => n + b.amount_credit, 0),
+    captured: batches.reduce((n, b) => n + Number(b.amount_captured), 0),
+    credit: batches.reduce((n, b) => n + Number(b.amount_credit), 0),
   };
 }
 

@@ -92,9 +92,9 @@ export class LedgerShard extends DurableObject<Env> {
     return findRecords(this.ctx.storage.sql, shard, query, (key) => this.#claims.get(shard.merchantId, key));
   }
 
-  /** Claims a capture, void or refund of one transaction (operations.ts). */
+  /** Claims a capture, void or refund of one transaction (operations.ts); a shard never written answers not found and stays empty. */
   async beginOperation(shard: ShardIdentity, request: OperationRequest): Promise<OperationBegin | ShardFailure> {
-    return answerOrFailure(() => beginOperation(this.#shard, shard, request, () => this.#ensure(shard)));
+    return answerOrFailure(() => beginOperation(this.#shard, shard, request));
   }
 
   /** Applies a claimed operation's processor answer (operations.ts). */

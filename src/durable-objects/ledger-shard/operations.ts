@@ -2,17 +2,20 @@
  * Captures, voids and refunds in a ledger shard (docs/transactions.md, "Lifecycle"): each claimed
  * under its key before its processor is asked, then completed with the processor's answer. One
  * operation at a time per transaction, and every step here is synchronous between its checks and
- * its writes, so a settlement run (also inside the shard) sees a transaction before or after an
- * operation, never halfway.
+ * its writes. A settlement run (also inside the shard) leaves out a transaction whose operation is
+ * claimed and not answered (settlement.ts), so an operation's answer is never applied over a
+ * settlement, and an operation is never claimed on a transaction a run has settled.
  */
 import {
   answerOperation,
+  countOperation,
   deleteOperation,
   findOperation,
   insertOperation,
-  operationsOf,
+  MAX_OPERATIONS_PER_TRANSACTION,
+  operationCounts,
+  pendingOperationOf,
   readMeta,
-  readStates,
   upgradeShardTables,
   writeState,
   type OperationBegin,
@@ -22,7 +25,7 @@ import {
 } from '../../storage/ledger-shard';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
-import { currentOf, currentRecord, type ShardContext } from './reading';
+import { currentNow, pageRecord, type ShardContext } from './reading';
 import { withOperationDetails } from '../../services/transactions/operation-details';
 // receipts (issue 32): the outbox's hooks live in services/receipts.
 import { operationReceipt } from '../../services/receipts/facts';
@@ -30,52 +33,57 @@ import { armReceipts, queueReceipts } from '../../services/receipts/shard';
 
 /**
  * Claims a capture, void or refund of one transaction (docs/transactions.md, "Lifecycle"): in one
- * synchronous step, the key's earlier answer, or the transaction's status and amount checked and
- * the operation recorded as claimed, before its processor is asked. One operation at a time per
- * transaction: another one finds it claimed and is told to ask again.
+ * synchronous step, the key's earlier answer, or the transaction's status and amount checked as they
+ * are now (its page's settlement mark read in the same step) and the operation recorded as claimed,
+ * before its processor is asked. One operation at a time per transaction: another one finds it
+ * claimed and is told to ask again; a settlement run leaves it out until it is answered. A shard that
+ * was never written holds no transaction: nothing is created for an id that names it.
  */
-export async function beginOperation(
-  shard: ShardContext,
-  identity: ShardIdentity,
-  request: OperationRequest,
-  ensure: () => Promise<void>,
-): Promise<OperationBegin> {
-  await ensure();
-  // Reading a page may await (gzip): done first; the checks and the claim below do not await.
-  const current = await currentRecord(shard.sql, identity, request.transactionId, request.query, request.expiredBefore);
+export async function beginOperation(shard: ShardContext, identity: ShardIdentity, request: OperationRequest): Promise<OperationBegin> {
   const sql = shard.sql;
+  if (!readMeta(sql)) return { outcome: 'not_found' } satisfies OperationBegin;
+  upgradeShardTables(sql);
+  // Reading a page may await (gzip): done first; what it is now, the checks and the claim below do not await.
+  const found = await pageRecord(sql, identity, request.transactionId, request.query);
   const earlier = findOperation(sql, request.key);
   if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
-  const state = readStates(sql, identity.merchantId, [request.transactionId]).get(request.transactionId);
-  const now = state ? { ...state, stored: currentOf(state, request.expiredBefore) } : current;
+  const now = currentNow(sql, identity, request.transactionId, found, request.expiredBefore);
   if (!now || now.stored.record.status === 'processing') return { outcome: 'not_found' } satisfies OperationBegin;
-  const pending = operationsOf(sql, request.transactionId).find((op) => op.answer === null);
+  const pending = pendingOperationOf(sql, request.transactionId);
   if (pending) {
     return pending.createdAt < request.staleBefore
       ? ({ outcome: 'abandoned', operation: pending, record: now.stored.record } satisfies OperationBegin)
       : ({ outcome: 'in_progress', since: pending.createdAt } satisfies OperationBegin);
   }
+  const counts = operationCounts(sql, request.transactionId);
+  if (counts.operations >= MAX_OPERATIONS_PER_TRANSACTION) {
+    const message = `transaction has had ${MAX_OPERATIONS_PER_TRANSACTION} captures, voids and refunds, the most one transaction may have`;
+    return { outcome: 'refused', reason: 'limit', message } satisfies OperationBegin;
+  }
   const check = checkOperation(request.kind, now.stored.record, now.amountRefunded, request.amount);
   if (!check.ok) return { outcome: 'refused', reason: check.reason, message: check.message } satisfies OperationBegin;
-  const refunds = request.kind === 'refund' ? operationsOf(sql, request.transactionId).filter((op) => op.kind === 'refund').length : 0;
   const operation = {
     key: request.key,
     transactionId: request.transactionId,
     kind: request.kind,
     requestHash: request.requestHash,
     amount: check.amount,
-    refundId: request.kind === 'refund' ? refundTransactionId(request.transactionId, refunds + 1) : null,
+    refundId: request.kind === 'refund' ? refundTransactionId(request.transactionId, counts.refunds + 1) : null,
     createdAt: request.now,
     answer: null,
   };
-  insertOperation(sql, operation);
+  shard.storage.transactionSync(() => {
+    insertOperation(sql, operation);
+    countOperation(sql, request.transactionId, request.kind, counts);
+  });
   return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
 }
 
 /**
  * Applies a claimed operation's processor answer: the transaction's new state, the refund it made,
  * and the answer kept under the key; answers that answer (JSON). An operation answered already
- * keeps its first answer.
+ * keeps its first answer. Everything that awaits (registering in the settlement index, reading the
+ * page) comes first; the record is then read as it is now and written in one synchronous step.
  */
 export async function completeOperation(
   shard: ShardContext,
@@ -88,11 +96,15 @@ export async function completeOperation(
   const claimed = findOperation(sql, completion.key);
   if (!claimed) throw new Error('no such operation was claimed');
   if (claimed.answer !== null) return { answer: claimed.answer };
-  const base = await currentRecord(shard.sql, identity, claimed.transactionId, completion.query, completion.expiredBefore);
+  const approved = completion.result.response === 'approved';
+  // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
+  // merchant's settlement index first, so no run can miss it.
+  if (approved && claimed.kind !== 'void') await indexed(completion.now);
+  const found = await pageRecord(sql, identity, claimed.transactionId, completion.query);
+  // Another call may have answered this operation while this one awaited.
   const again = findOperation(sql, completion.key);
   if (again?.answer != null) return { answer: again.answer };
-  const state = readStates(sql, identity.merchantId, [claimed.transactionId]).get(claimed.transactionId);
-  const now = state ? { ...state, stored: currentOf(state, completion.expiredBefore) } : base;
+  const now = currentNow(sql, identity, claimed.transactionId, found, completion.expiredBefore);
   if (!now) throw new Error('the transaction of a claimed operation is gone');
   const lifecycle = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
     now: completion.now,
@@ -101,14 +113,7 @@ export async function completeOperation(
     ipAddress: completion.ipAddress,
   });
   // fluidpay (issue 34): FluidPay's capture and refund fields, applied to what is written.
-  const applied = { ...lifecycle, ...withOperationDetails(claimed.kind, lifecycle, completion.details, completion.result.response === 'approved') };
-  const approved = completion.result.response === 'approved';
-  if (approved && claimed.kind !== 'void') {
-    await indexed(completion.now);
-    // Registering awaited: another call may have answered this operation meanwhile.
-    const answeredMeanwhile = findOperation(sql, completion.key);
-    if (answeredMeanwhile?.answer != null) return { answer: answeredMeanwhile.answer };
-  }
+  const applied = { ...lifecycle, ...withOperationDetails(claimed.kind, lifecycle, completion.details, approved) };
   // receipts (issue 32): an approved refund or void of a transaction with email_receipt sends one, queued with it below.
   const receipt = approved ? operationReceipt(claimed.kind, now.stored, { refund: applied.refund, amount: claimed.amount, authCode: completion.result.authCode, at: completion.now }) : null;
   const answer = JSON.stringify(

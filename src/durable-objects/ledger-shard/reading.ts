@@ -6,6 +6,7 @@
 import { gunzipText } from '../../lib/gzip';
 import {
   packedField,
+  pageSettlementMark,
   readPageRows,
   readStates,
   unpackRecord,
@@ -93,24 +94,43 @@ export async function findRecords(
   return answer;
 }
 
-/** The current record of one transaction (its state row, or its page's record as settled or expired). */
-export async function currentRecord(sql: SqlStorage, shard: ShardIdentity, id: string, query: ShardQuery, expiredBefore: string): Promise<StateRow | null> {
-  const state = readStates(sql, shard.merchantId, [id]).get(id);
-  if (state) return { ...state, stored: currentOf(state, expiredBefore) };
+/** A transaction's record as processed, and the page row that holds it. */
+export interface PageRecord {
+  stored: StoredTransaction;
+  row: { page: string; seq: number };
+}
+
+/**
+ * A transaction's record as its page holds it (the page is decompressed: this awaits), and where;
+ * null when its page holds no such id. What it is now is read after, without awaiting: `currentNow`.
+ */
+export async function pageRecord(sql: SqlStorage, shard: ShardIdentity, id: string, query: ShardQuery): Promise<PageRecord | null> {
   for (const row of readPageRows(sql, { exact: query.exact, floor: query.floor })) {
     for (const packed of await decodePage(row)) {
       const stored = unpackRecord(shard.merchantId, packed);
-      if (String(stored.record.id) !== id) continue;
-      const settlement = pageSettlement(row);
-      return {
-        stored: { ...stored, record: presentRecord(stored.record, settlement, expiredBefore) },
-        original: true,
-        amountRefunded: 0,
-        unsettled: stored.record.status === 'pending_settlement' && !settlement.settledOn,
-        capturedAt: stored.record.captured_at === null ? null : String(stored.record.captured_at),
-        settledOn: stored.record.status === 'pending_settlement' ? settlement.settledOn : null,
-      };
+      if (String(stored.record.id) === id) return { stored, row: { page: row.page, seq: row.seq } };
     }
   }
   return null;
+}
+
+/**
+ * The current record of one transaction, read in one synchronous step (no await: a settlement run
+ * cannot mark its page between this read and the caller's write): its state row, else its page's
+ * record with the page's settlement mark as it is now, expired past its authorization's life.
+ */
+export function currentNow(sql: SqlStorage, shard: ShardIdentity, id: string, found: PageRecord | null, expiredBefore: string): StateRow | null {
+  const state = readStates(sql, shard.merchantId, [id]).get(id);
+  if (state) return { ...state, stored: currentOf(state, expiredBefore) };
+  if (!found) return null;
+  const { stored } = found;
+  const settlement = pageSettlementMark(sql, found.row);
+  return {
+    stored: { ...stored, record: presentRecord(stored.record, settlement, expiredBefore) },
+    original: true,
+    amountRefunded: 0,
+    unsettled: stored.record.status === 'pending_settlement' && !settlement.settledOn,
+    capturedAt: stored.record.captured_at === null ? null : String(stored.record.captured_at),
+    settledOn: stored.record.status === 'pending_settlement' ? settlement.settledOn : null,
+  };
 }

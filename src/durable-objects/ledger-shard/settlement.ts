@@ -16,6 +16,8 @@ import {
   readMeta,
   readStates,
   packedField,
+  transactionsInFlight,
+  unpackRecord,
   unsettledPageRows,
   unsettledStates,
   upgradeShardTables,
@@ -64,6 +66,8 @@ const ROWS_PER_CALL = 5_000;
  * `request.after`, and answers the next piece of the handoff; when none is waiting, first marks the
  * next rows captured before `request.before` settled into `request.batchDate`, page rows whole and
  * changed transactions in their state, writing what they settled as new pieces in the same step.
+ * A transaction whose capture, void or refund is claimed and not answered is not settled by this
+ * run (docs/transactions.md, "Settlement and operations").
  * When nothing is left for the run: done, and whether money is still waiting (captured after the cutoff).
  */
 export async function settleShard(shard: ShardContext, identity: ShardIdentity, request: SettleRequest): Promise<SettleAnswer> {
@@ -104,9 +108,27 @@ export async function settleShard(shard: ShardContext, identity: ShardIdentity, 
     const marked = read.filter(({ row }) => markPageSettled(sql, row, request.batchDate, request.settledAt));
     // Only a few columns are read: unpacking every record of a page would cost most of the step.
     const pending = marked.flatMap(({ records: packedRecords }) => packedRecords.filter((packed) => packedField(packed, 'status') === 'pending_settlement'));
+    const ids = pending.map((packed) => String(packedField(packed, 'id')));
     // A transaction changed since it was processed (captured, voided) is settled from its state.
-    const changed = readStates(sql, identity.merchantId, pending.map((packed) => String(packedField(packed, 'id'))));
-    for (const packed of pending) if (!changed.has(String(packedField(packed, 'id')))) settled.push(packedEntry(packed));
+    const changed = readStates(sql, identity.merchantId, ids);
+    // One whose operation is in flight (a void with its processor) is left out: it gets a state row
+    // of its own, as processed and still awaiting settlement, which keeps it out of its page's mark
+    // (the page's other records settle now) and lets a later run settle it once the operation is
+    // answered, if it is not voided.
+    const inFlight = transactionsInFlight(sql, ids.filter((id) => !changed.has(id)));
+    const held: string[] = [];
+    for (const packed of pending) {
+      const id = String(packedField(packed, 'id'));
+      if (changed.has(id)) continue;
+      if (!inFlight.has(id)) {
+        settled.push(packedEntry(packed));
+        continue;
+      }
+      const stored = unpackRecord(identity.merchantId, packed);
+      const capturedAt = stored.record.captured_at === null ? null : String(stored.record.captured_at);
+      writeState(sql, { stored, original: true, amountRefunded: 0, unsettled: true, capturedAt, settledOn: null }, request.settledAt);
+      held.push(id);
+    }
     let stateId = cursor.stateId;
     if (!pagesLeft) {
       const room = Math.min(perPiece - settled.length, ROWS_PER_CALL - read.length);
@@ -119,7 +141,7 @@ export async function settleShard(shard: ShardContext, identity: ShardIdentity, 
         stateId = String(record.id);
       }
     }
-    insertHandoff(sql, request.batchDate, settled, perPiece);
+    insertHandoff(sql, request.batchDate, settled, perPiece, held);
     writeCursor(sql, 'settle', { ...cursor, page: last.page, seq: last.seq, stateId });
   });
   const piece = nextHandoff(sql, request.after);

@@ -19,7 +19,7 @@ const OPERATIONS = [
     body: captureBodySchema,
     status: 200,
     answer: 'The transaction, status pending_settlement, with amount_captured and captured_at.',
-    rules: "Only while authorized (an authorization expires after AUTHORIZATION_EXPIRY_DAYS, 7). `amount` ≤ amount_authorized, default all of it. FluidPay's optional order_id, po_number, tax_amount, shipping_amount, tax_exempt and ip_address replace what the authorization recorded (tax + shipping + surcharge ≤ the amount captured).",
+    rules: "Only while authorized (an authorization expires after AUTHORIZATION_EXPIRY_DAYS, 7), and not a zero-amount authorization (an account check: 409). `amount` ≤ amount_authorized, default all of it. FluidPay's optional order_id, po_number, tax_amount, shipping_amount, tax_exempt and ip_address replace what the authorization recorded (tax + shipping + surcharge ≤ the amount captured).",
   },
   {
     kind: 'void',
@@ -57,10 +57,12 @@ export function registerTransaction(registry: Registry): void {
       request: { params: transactionIdParamSchema, headers: idempotencyHeaderSchema.pick({ 'idempotency-key': true }), body: { required: false, content: json(op.body) } },
       responses: {
         [op.status]: { description: op.answer, headers: replayHeaders, content: json(record) },
+        // A refund's replay creates nothing: 200 with Idempotent-Replayed, as POST /api/transaction answers its replays.
+        ...(op.status === 201 ? { 200: { description: 'A replay of the first answer under this Idempotency-Key (Idempotent-Replayed: true).', headers: replayHeaders, content: json(record) } } : {}),
         ...errors([400, 401, 402, 404, 409, 410, 413], {
           400: op.kind === 'void' ? 'Malformed id or body.' : 'Malformed id or body, or `amount` over the limit (the message names it).',
           402: `The processor declined the ${op.kind}: msg says what it answered. Nothing changed.`,
-          409: 'The transaction\'s status does not allow it (the message names the status and what is allowed); the Idempotency-Key was used with another body; or another operation on it is in progress (Retry-After: 1).',
+          409: 'The transaction\'s status does not allow it (the message names the status and what is allowed); the Idempotency-Key was used with another body; the transaction has had 10,000 captures, voids and refunds (the most one may have); or another operation on it is in progress (Retry-After: 1).',
         }),
       },
     });
@@ -130,7 +132,8 @@ export function registerTransaction(registry: Registry): void {
       body: { required: false, content: json(resendBodySchema, { email: 'customer@example.com' }) },
     },
     responses: {
-      202: { description: 'Queued: the receipt and its state (status queued).', headers: replayHeaders, content: json(successEnvelopeSchema(receiptStateSchema)) },
+      202: { description: 'Queued: the receipt and its state (status queued).', content: json(successEnvelopeSchema(receiptStateSchema)) },
+      200: { description: 'A replay of the first answer under this Idempotency-Key (Idempotent-Replayed: true): nothing more is queued.', headers: replayHeaders, content: json(successEnvelopeSchema(receiptStateSchema)) },
       ...errors([400, 401, 404, 409, 410, 413, 429], {
         400: 'Malformed id or `email`, or the transaction has no address and no `email` was given (errors names `email`).',
         409: 'Only an approved transaction has a receipt; or this transaction has had 10 receipts.',

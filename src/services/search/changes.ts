@@ -50,13 +50,24 @@ export async function indexOperation(
 
 /**
  * A settlement run's answer for one ledger shard (the settlement object's hook): every transaction
- * the shard settled on `batchDate`, marked in the day objects holding them. Idempotent: a run asked
- * again sends the same entries.
+ * the shard settled on `batchDate`, marked in the day objects holding them; and the transactions it
+ * left out of pages it marked (`held`: an operation was in flight on them), kept unsettled there
+ * first. Idempotent: a run asked again sends the same entries.
  */
-export async function indexSettlement(env: Env, merchantId: string, shard: string, entries: readonly SettledEntry[], batchDate: string, settledAt: string): Promise<void> {
-  if (entries.length === 0) return;
+export async function indexSettlement(
+  env: Env,
+  merchantId: string,
+  shard: string,
+  entries: readonly SettledEntry[],
+  batchDate: string,
+  settledAt: string,
+  held: readonly string[] = [],
+): Promise<void> {
+  if (entries.length === 0 && held.length === 0) return;
   const directory = searchDirectory(env, merchantId);
   const days = await directory.shardDays(shard);
+  if (held.length > 0) await indexHeld(env, merchantId, shard, days, held);
+  if (entries.length === 0) return;
   const ids = entries.map((entry) => entry.id);
   const holding: string[] = [];
   await Promise.all(
@@ -95,4 +106,16 @@ async function referenceOrderId(env: Env, merchantId: string, record: Transactio
   if (listed.truncated || listed.ats.some((t) => Date.parse(t) === at)) return;
   const done = await keys.add({ merchantId, week }, [{ hash, at: String(record.created_at) }]);
   if (done !== true) throw new Error(`search keys ${week} could not be written: ${done.failed}`);
+}
+
+/** The transactions a run left out of pages it marked settled, kept awaiting settlement in their day objects. */
+async function indexHeld(env: Env, merchantId: string, shard: string, days: readonly string[], held: readonly string[]): Promise<void> {
+  await Promise.all(
+    days.map(async (day) => {
+      for (let i = 0; i < held.length; i += SETTLED_IDS_PER_CALL) {
+        const answer = await searchDay(env, merchantId, day).held(shard, held.slice(i, i + SETTLED_IDS_PER_CALL));
+        if (typeof answer !== 'number') throw new Error(`search day ${day} could not be written: ${answer.failed}`);
+      }
+    }),
+  );
 }

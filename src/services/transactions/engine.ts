@@ -22,7 +22,7 @@ import type {
 } from '../../schemas/transaction-columns';
 import type { StoredTransaction } from '../../storage/ledger-shard';
 import { findMerchantBatch } from '../../storage/batches';
-import { ledgerArchiveKey } from '../../storage/ledger-archive';
+import { hasLedgerArchive, ledgerArchiveKey } from '../../storage/ledger-archive';
 import type { ProcessorRecord } from '../../storage/processors';
 import {
   chargeClaims,
@@ -34,7 +34,7 @@ import {
   type ProcessorAccounts,
 } from './claims';
 import { transactionDepsFromEnv } from './deps';
-import { Ledger, archivedBy, chunkPage, parseTransactionId, shardFor } from './ledger';
+import { Ledger, archivedBy, chunkPage, lastIssuedDay, parseTransactionId, shardFor } from './ledger';
 import { Resolver, type Engine, type Prepared } from './payment-resolution';
 import { merchantProcessors } from './processors/registry';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
@@ -78,28 +78,36 @@ export type TransactionLocation =
   | { ok: false; reason: 'not_found' }
   | { ok: false; reason: 'archived'; archive: string };
 
-/** The shard that holds a merchant's transaction (its id names it) and the page its record is on. */
+/**
+ * The shard that holds a merchant's transaction (its id names it) and the page its record is on.
+ * An id that names what cannot exist is not found before any object is touched: a malformed one, a
+ * day before the service or more than a year ahead (parseTransactionId, lastIssuedDay), a batch the merchant
+ * never uploaded. Past retention, "archived" only when the shard's archive is in R2; otherwise the
+ * shard is asked (its archive may not have begun; a shard never written answers not found and
+ * stays empty).
+ */
 export async function locateTransaction(env: Env, merchantId: string, id: string, now: Date): Promise<TransactionLocation> {
   const named = parseTransactionId(id);
   // A refund lives in its original's shard, on no page of its own.
   const parsed = named?.kind === 'refund' ? named.original : named;
-  if (!parsed) return { ok: false, reason: 'not_found' };
+  if (!parsed || parsed.day > lastIssuedDay(now)) return { ok: false, reason: 'not_found' };
   let shard;
   if (parsed.kind === 'batch') {
     // The batch index says whose batch it is and when its shard's period began. Its row is deleted
-    // after retention; the id's day then says the batch's rows were archived.
+    // after retention; the shard's archive then says whether the batch's rows were archived.
     const batch = await findMerchantBatch(env.DB, merchantId, parsed.batchId);
     const key = { kind: 'batch' as const, merchantId, batchId: parsed.batchId };
     if (!batch) {
+      const name = shardFor(env, key, `${parsed.day}T00:00:00.000Z`).identity.name;
       const archivedSince = archivedBy(env, `${parsed.day}T00:00:00.000Z`, new Date(now.getTime() - 86_400_000));
-      return archivedSince ? archived(shardFor(env, key, `${parsed.day}T00:00:00.000Z`).identity.name) : { ok: false, reason: 'not_found' };
+      return archivedSince && (await hasLedgerArchive(env.FILES, name)) ? archived(name) : { ok: false, reason: 'not_found' };
     }
     shard = shardFor(env, key, batch.created_at);
   } else {
     shard = shardFor(env, { kind: 'api', merchantId, day: parsed.day }, `${parsed.day}T00:00:00.000Z`);
   }
-  // Past retention the shard is archived (or about to be): the answer says where, without waking it.
-  if (archivedBy(env, shard.identity.periodStart, now)) return archived(shard.identity.name);
+  // Past retention the shard was archived (the answer says where, without waking it), or is about to be.
+  if (archivedBy(env, shard.identity.periodStart, now) && (await hasLedgerArchive(env.FILES, shard.identity.name))) return archived(shard.identity.name);
   const originalId = named?.kind === 'refund' ? named.originalId : id;
   const query =
     named?.kind === 'refund'

@@ -21,7 +21,7 @@
 import type { Env } from '../../env';
 import { isoTimestamp } from '../../lib/time';
 import type { TransactionContext } from '../../schemas/transaction-columns';
-import { answerOf, CLAIMED_STATUS, type ShardFailure, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
+import { answerOf, CLAIMED_STATUS, MAX_OPERATIONS_PER_TRANSACTION, type ShardFailure, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 
 const DAY_MS = 86_400_000;
@@ -29,8 +29,12 @@ const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
 const BATCH_ID = /^bat_([0-9a-v]{20})$/;
 const BATCH_TRANSACTION_ID = /^txn_b([0-9]{8})([0-9a-v]{20})([1-9][0-9]{0,8})$/;
 const API_TRANSACTION_ID = /^txn_a([0-9]{8})([0-9a-v]{20})$/;
-/** A refund: its original's id without `txn_`, then `x` and its number among the original's refunds. */
-const REFUND_TRANSACTION_ID = /^txn_r([ab][0-9a-v]+)x([1-9][0-9]{0,3})$/;
+/**
+ * A refund: its original's id without `txn_`, then `x` and its number among the original's refunds,
+ * 1 to MAX_OPERATIONS_PER_TRANSACTION (every refund the shard can number parses; checked below).
+ */
+const REFUND_TRANSACTION_ID = /^txn_r([ab][0-9a-v]+)x([1-9][0-9]{0,4})$/;
+if (MAX_OPERATIONS_PER_TRANSACTION > 99_999) throw new Error('a refund number could pass the digits its id parses');
 
 /** A claim made this close to midnight is checked against the neighbouring day's shard as well. */
 export const BOUNDARY_RECHECK_MS = 5 * 60_000;
@@ -71,9 +75,38 @@ function compactDay(day: string): string {
   return day.replaceAll('-', '');
 }
 
+/**
+ * The days an id can name at all (docs/transactions.md, "Transaction ids"), checked when it is
+ * parsed, before any object is touched. The first: ids of this form were first issued in 2026 (the
+ * service's first release), so an earlier day names nothing. The last: a shard's alarms run to its
+ * archive, TRANSACTION_RETENTION_DAYS after its day, and workerd keeps time as nanoseconds in 64
+ * bits, which end on 2262-04-11; an id dated after 2199 could only make a shard whose alarm cannot
+ * be set. The clock's own bound (ISSUED_DAYS_AHEAD) is the caller's (engine.ts).
+ */
+export const FIRST_ID_DAY = '2026-01-01';
+export const LAST_ID_DAY = '2199-12-31';
+
+/** `YYYYMMDD` as `YYYY-MM-DD`, if it is a real calendar day (not 20270231) between the bounds above. */
 function dashedDay(compact: string): string | null {
   const day = `${compact.slice(0, 4)}-${compact.slice(4, 6)}-${compact.slice(6, 8)}`;
-  return Number.isNaN(Date.parse(`${day}T00:00:00.000Z`)) ? null : day;
+  if (day < FIRST_ID_DAY || day > LAST_ID_DAY) return null;
+  const ms = Date.parse(`${day}T00:00:00.000Z`);
+  // Date.parse takes 2027-02-31 as 2027-03-03: the day must read back as itself.
+  return Number.isNaN(ms) || utcDay(new Date(ms)) !== day ? null : day;
+}
+
+/**
+ * Days after `now` an id may name and still be looked up. Ids are dated by the clock that issued
+ * them, so none names a later day than today; the margin is generous on purpose (clocks a little
+ * ahead, and the engine run on a clock of its own, as tests and replays of a day do): it keeps a
+ * made-up id of a far day from waking any object, not a near one (whose shard answers not found
+ * and writes nothing).
+ */
+export const ISSUED_DAYS_AHEAD = 366;
+
+/** The latest day an id looked up at `now` may name. */
+export function lastIssuedDay(now: Date): string {
+  return utcDay(new Date(now.getTime() + ISSUED_DAYS_AHEAD * DAY_MS));
 }
 
 export async function apiTransactionId(merchantId: string, idempotencyKey: string, day: string): Promise<string> {
@@ -89,7 +122,7 @@ export type ParsedTransactionId = OriginalId | { kind: 'refund'; originalId: str
 /** Which shard an id names; null for an id of no known form. A refund's shard is its original's. */
 export function parseTransactionId(id: string): ParsedTransactionId | null {
   const refund = REFUND_TRANSACTION_ID.exec(id);
-  if (refund) {
+  if (refund && Number(refund[2]) <= MAX_OPERATIONS_PER_TRANSACTION) {
     const originalId = `txn_${refund[1]}`;
     const original = parseOriginalId(originalId);
     return original ? { kind: 'refund', originalId, original } : null;

@@ -46,14 +46,20 @@ export function presentRecord(
   return current;
 }
 
-/** A pending_settlement record settled in its processor's batch of `batchDate`. */
+/**
+ * A pending_settlement record settled in its processor's batch of `batchDate`. One that moved no
+ * money (captured 0: only a record made before zero-amount captures were refused) names no batch:
+ * a batch lists money, so it may never have been made, and a record never points at a batch that
+ * does not exist.
+ */
 export function settle(record: TransactionRecord, batchDate: string, settledAt: string): TransactionRecord {
+  const amount = Number(record.amount_captured);
   return {
     ...record,
     status: 'settled',
     settled_at: settledAt,
-    amount_settled: Number(record.amount_captured),
-    settlement_batch_id: settlementBatchId(String(record.processor_id), batchDate),
+    amount_settled: amount,
+    settlement_batch_id: amount > 0 ? settlementBatchId(String(record.processor_id), batchDate) : null,
   };
 }
 
@@ -80,6 +86,9 @@ export function checkOperation(
     case 'capture': {
       if (status !== 'authorized') return wrong(`transaction is ${status}: ${ALLOWS.capture}`);
       const limit = Number(record.amount_authorized);
+      // An authorization of 0 is an account check: it moves no money, so there is nothing to capture
+      // (a capture of 0 would settle into a batch that lists nothing).
+      if (limit === 0) return wrong('transaction is a zero-amount authorization (an account check): it moves no money and cannot be captured; void it or let it expire');
       const amount = requested ?? limit;
       if (amount > limit) return { ok: false, reason: 'amount', message: `amount must be at most ${limit}, the amount_authorized` };
       return { ok: true, amount };
@@ -93,6 +102,8 @@ export function checkOperation(
       if (type !== 'sale' && type !== 'authorize') return wrong(`transaction is a ${type} (${status}): refund is allowed only for a settled sale or capture`);
       if (status !== 'settled' && status !== 'partially_refunded') return wrong(`transaction is ${status}: ${ALLOWS.refund}`);
       const left = Number(record.amount_settled) - amountRefunded;
+      // Nothing settled is nothing to refund (a refund of 0 moves no money).
+      if (left <= 0) return wrong(`transaction is ${status} with nothing left to refund (amount_settled ${Number(record.amount_settled)}, amount_refunded ${amountRefunded})`);
       const amount = requested ?? left;
       if (amount > left) return { ok: false, reason: 'amount', message: `amount must be at most ${left}, what is left to refund of amount_settled ${Number(record.amount_settled)}` };
       return { ok: true, amount };

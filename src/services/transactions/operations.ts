@@ -40,7 +40,7 @@ export type OperationOutcome =
   | { ok: true; status: 200 | 201; record: TransactionView; replayed: boolean }
   | {
       ok: false;
-      reason: 'not_found' | 'idempotency_conflict' | 'in_progress' | 'wrong_state' | 'amount' | 'declined' | 'archived';
+      reason: 'not_found' | 'idempotency_conflict' | 'in_progress' | 'wrong_state' | 'amount' | 'limit' | 'declined' | 'archived';
       message: string;
       replayed?: boolean;
     };
@@ -105,10 +105,15 @@ async function runUnindexedOperation(env: Env, caller: Caller, input: OperationI
   }
 }
 
+/**
+ * The stored answer, or its replay: a replay is 200 whatever the first answer's status was (a
+ * refund's first is 201, it created a transaction; its replay creates nothing), as POST
+ * /api/transaction answers its replays; a declined operation is 402 both times.
+ */
 function fromAnswer(answer: string, replayed: boolean): OperationOutcome {
   const parsed = JSON.parse(answer) as StoredAnswer;
   if (parsed.status === 402) return { ok: false, reason: 'declined', message: parsed.message, replayed };
-  return { ok: true, status: parsed.status, record: parsed.record, replayed };
+  return { ok: true, status: replayed ? 200 : parsed.status, record: parsed.record, replayed };
 }
 
 /** One operation's calls to its shard and its processor. */

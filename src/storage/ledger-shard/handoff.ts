@@ -22,6 +22,12 @@ export interface HandoffPiece {
   seq: number;
   batchDate: string;
   entries: SettledEntry[];
+  /**
+   * Transactions of the pages marked settled in the same step that the run left out, an operation
+   * being in flight on them (a piece of its own, before the entries: the search index keeps them
+   * unsettled before it marks their pages settled).
+   */
+  held: string[];
 }
 
 /**
@@ -33,6 +39,12 @@ export interface HandoffPiece {
 export const HANDOFF_ENTRIES_PER_PIECE = 5_000;
 const MAX_ENTRY_BYTES = 200;
 if (HANDOFF_ENTRIES_PER_PIECE * MAX_ENTRY_BYTES > DURABLE_OBJECTS.rowBytes * HALF) throw new Error('a handoff piece could pass half a row');
+/**
+ * The ids a step may leave out are among the records it marks: at most a piece's worth and one more
+ * batch page (500 records), each id at most 50 bytes of JSON.
+ */
+const MAX_HELD_IDS = HANDOFF_ENTRIES_PER_PIECE + 500;
+if (MAX_HELD_IDS * 50 > DURABLE_OBJECTS.rowBytes * HALF) throw new Error('a held piece could pass half a row');
 
 type PackedEntry = [id: string, type: string, processorId: string, amount: number];
 
@@ -43,15 +55,26 @@ export function acknowledgeHandoff(sql: SqlStorage, seq: number): void {
 
 /** The first piece after `seq` that is not acknowledged, if any. */
 export function nextHandoff(sql: SqlStorage, seq: number): HandoffPiece | null {
-  const row = sql.exec<{ seq: number; batch_date: string; entries: string }>('SELECT seq, batch_date, entries FROM handoff WHERE seq > ? ORDER BY seq LIMIT 1', seq).toArray()[0];
+  const row = sql
+    .exec<{ seq: number; batch_date: string; entries: string; held: string | null }>('SELECT seq, batch_date, entries, held FROM handoff WHERE seq > ? ORDER BY seq LIMIT 1', seq)
+    .toArray()[0];
   if (!row) return null;
   const entries = (JSON.parse(row.entries) as PackedEntry[]).map(([id, type, processorId, amount]) => ({ id, type, processor_id: processorId, amount }));
-  return { seq: row.seq, batchDate: row.batch_date, entries };
+  return { seq: row.seq, batchDate: row.batch_date, entries, held: row.held ? (JSON.parse(row.held) as string[]) : [] };
 }
 
-/** Stores `entries` as pieces of at most `perPiece`, numbered from the shard's counter; answers how many pieces. */
-export function insertHandoff(sql: SqlStorage, batchDate: string, entries: readonly SettledEntry[], perPiece: number): number {
+/**
+ * Stores `entries` as pieces of at most `perPiece`, numbered from the shard's counter, after a piece
+ * naming the `held` transactions if any; answers how many pieces.
+ */
+export function insertHandoff(sql: SqlStorage, batchDate: string, entries: readonly SettledEntry[], perPiece: number, held: readonly string[] = []): number {
   let pieces = 0;
+  if (held.length > 0) {
+    if (held.length > MAX_HELD_IDS) throw new Error('more transactions held than a step marks');
+    const seq = sql.exec<{ seq: number }>('UPDATE meta SET handoff_seq = handoff_seq + 1 RETURNING handoff_seq AS seq').one().seq;
+    sql.exec('INSERT INTO handoff (seq, batch_date, num, entries, held) VALUES (?, ?, 0, ?, ?)', seq, batchDate, '[]', JSON.stringify(held));
+    pieces++;
+  }
   for (let i = 0; i < entries.length; i += perPiece) {
     const piece = entries.slice(i, i + perPiece);
     const seq = sql.exec<{ seq: number }>('UPDATE meta SET handoff_seq = handoff_seq + 1 RETURNING handoff_seq AS seq').one().seq;

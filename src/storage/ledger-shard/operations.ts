@@ -2,6 +2,7 @@
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { ShardQuery } from './pages';
 import type { OperationDetails } from '../../schemas/settlement';
+import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
 
 export type OperationKind = 'capture' | 'void' | 'refund';
 
@@ -37,8 +38,63 @@ export function findOperation(sql: SqlStorage, key: string): OperationRow | null
   return row ? operationFromSql(row) : null;
 }
 
-export function operationsOf(sql: SqlStorage, transactionId: string): OperationRow[] {
-  return sql.exec<OperationSql>('SELECT * FROM operations WHERE transaction_id = ? ORDER BY created_at', transactionId).toArray().map(operationFromSql);
+/**
+ * Operations a transaction may have (captures, voids, refunds, declined or not, each claim counted
+ * once): a declined refund moves no money and could otherwise be repeated without end, and a
+ * refund's id carries its number (`txn_r…x{n}`, services/transactions/ledger.ts parses n up to this).
+ */
+export const MAX_OPERATIONS_PER_TRANSACTION = 10_000;
+/**
+ * An operation row is its key, hash and answer (the record as answered, under 8 KB): one
+ * transaction's operations (80 MB at most) stay far under half of what one object may store.
+ */
+const MAX_OPERATION_ROW_BYTES = 8_000;
+if (MAX_OPERATIONS_PER_TRANSACTION * MAX_OPERATION_ROW_BYTES > DURABLE_OBJECTS.storageBytesPerObject * HALF) {
+  throw new Error("one transaction's operations could pass half of an object's storage");
+}
+
+/** The operation claimed and not answered yet on a transaction, if any (one at a time: at most one row read). */
+export function pendingOperationOf(sql: SqlStorage, transactionId: string): OperationRow | null {
+  const row = sql.exec<OperationSql>('SELECT * FROM operations INDEXED BY operations_pending WHERE transaction_id = ? AND answer IS NULL LIMIT 1', transactionId).toArray()[0];
+  return row ? operationFromSql(row) : null;
+}
+
+/** Which of `ids` have an operation claimed and not answered (a settlement run leaves them out). */
+export function transactionsInFlight(sql: SqlStorage, ids: readonly string[]): Set<string> {
+  if (ids.length === 0) return new Set();
+  const rows = sql
+    .exec<{ id: string }>(
+      'SELECT DISTINCT transaction_id AS id FROM operations INDEXED BY operations_pending WHERE answer IS NULL AND transaction_id IN (SELECT value FROM json_each(?))',
+      JSON.stringify(ids),
+    )
+    .toArray();
+  return new Set(rows.map((row) => row.id));
+}
+
+/**
+ * How many operations a transaction has had, and how many of them were refunds: one row, whatever
+ * came before. A transaction operated on before the counts existed is counted once from its rows.
+ */
+export function operationCounts(sql: SqlStorage, transactionId: string): { operations: number; refunds: number } {
+  const row = sql.exec<{ operations: number; refunds: number }>('SELECT operations, refunds FROM operation_counts WHERE transaction_id = ?', transactionId).toArray()[0];
+  if (row) return row;
+  return sql
+    .exec<{ operations: number; refunds: number }>(
+      "SELECT COUNT(*) AS operations, COALESCE(SUM(kind = 'refund'), 0) AS refunds FROM operations WHERE transaction_id = ?",
+      transactionId,
+    )
+    .one();
+}
+
+/** Counts a claimed operation (in the step that inserts it); `before` is what operationCounts answered. */
+export function countOperation(sql: SqlStorage, transactionId: string, kind: OperationKind, before: { operations: number; refunds: number }): void {
+  sql.exec(
+    `INSERT INTO operation_counts (transaction_id, operations, refunds) VALUES (?, ?, ?)
+     ON CONFLICT (transaction_id) DO UPDATE SET operations = excluded.operations, refunds = excluded.refunds`,
+    transactionId,
+    before.operations + 1,
+    before.refunds + (kind === 'refund' ? 1 : 0),
+  );
 }
 
 export function insertOperation(sql: SqlStorage, op: OperationRow): void {
@@ -99,7 +155,7 @@ export type OperationBegin =
   | { outcome: 'not_found' }
   | { outcome: 'in_progress'; since: string }
   | { outcome: 'abandoned'; operation: OperationRow; record: TransactionRecord }
-  | { outcome: 'refused'; reason: 'wrong_state' | 'amount'; message: string };
+  | { outcome: 'refused'; reason: 'wrong_state' | 'amount' | 'limit'; message: string };
 
 /** The processor's answer to a claimed operation, for the shard to apply. */
 export interface OperationCompletion {

@@ -10,7 +10,8 @@
  *               in the clear (a claim checks them without decompressing); an API transaction is a page
  *               of its own, keyed by its id, as plain JSON (its request hash is dropped later in place)
  *   states      the current record of every transaction changed since processed, and refunds
- *   operations  each capture, void and refund under its key
+ *   operations  each capture, void and refund under its key; `operation_counts` how many a
+ *               transaction has had (its bound, and its refunds' numbers, without reading them all)
  *   meta        when the shard's period started, when its request hashes are cleared, when it is
  *               archived; whether it is in its merchant's settlement index
  *   receipt_outbox  the email receipts its transactions ask for (storage/receipt-outbox.ts)
@@ -92,6 +93,17 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE meta ADD COLUMN retention_cursor TEXT;`,
   // 5. receipts (issue 32): the receipt outbox, written with the records it is for (storage/receipt-outbox.ts).
   RECEIPT_OUTBOX_MIGRATION,
+  // 6. Operations and settlement ordered (docs/transactions.md, "Settlement and operations"): the
+  // operation in flight on a transaction found by index (a settlement run leaves its transaction
+  // out), each transaction's count of operations (bounded, and read in one row whatever came
+  // before), and a handoff piece may name the transactions a run left out while an operation was in flight.
+  `CREATE INDEX IF NOT EXISTS operations_pending ON operations(transaction_id) WHERE answer IS NULL;
+   CREATE TABLE IF NOT EXISTS operation_counts (
+     transaction_id TEXT PRIMARY KEY,
+     operations INTEGER NOT NULL,
+     refunds INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   ALTER TABLE handoff ADD COLUMN held TEXT;`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -139,6 +151,7 @@ function tablesVersion(sql: SqlStorage): number {
   const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
   if (recorded !== undefined) return recorded;
   const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
+  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'operation_counts'").toArray().length > 0) return 6;
   if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'receipt_outbox'").toArray().length > 0) return 5;
   if (columns.includes('handoff_seq')) return 4;
   if (columns.includes('indexed')) return 3;

@@ -49,12 +49,20 @@ export function unsettledPageRows(sql: SqlStorage, before: string, cursor: Settl
     : sql.exec<PageRow>(`${columns} WHERE unsettled = 1 AND at < ? AND (page, seq) > (?, ?) ORDER BY page, seq LIMIT ?`, before, cursor.page, cursor.seq, limit).toArray();
 }
 
-/** The next states awaiting settlement captured before `before`, after `afterId`, in id order. */
+/**
+ * The next states awaiting settlement captured before `before`, after `afterId`, in id order, but
+ * those with an operation in flight (claimed, not answered): a void may be with its processor, and
+ * they wait for a later run.
+ */
 export function unsettledStates(sql: SqlStorage, merchantId: string, before: string, afterId: string | null, limit: number): StateRow[] {
+  // The operations in flight are few (one per transaction at most): the subquery reads them once.
+  const notInFlight = 'id NOT IN (SELECT transaction_id FROM operations INDEXED BY operations_pending WHERE answer IS NULL)';
   const rows =
     afterId === null
-      ? sql.exec<StateSql>('SELECT * FROM states INDEXED BY states_unsettled WHERE unsettled = 1 AND captured_at < ? ORDER BY id LIMIT ?', before, limit).toArray()
-      : sql.exec<StateSql>('SELECT * FROM states INDEXED BY states_unsettled WHERE unsettled = 1 AND captured_at < ? AND id > ? ORDER BY id LIMIT ?', before, afterId, limit).toArray();
+      ? sql.exec<StateSql>(`SELECT * FROM states INDEXED BY states_unsettled WHERE unsettled = 1 AND captured_at < ? AND ${notInFlight} ORDER BY id LIMIT ?`, before, limit).toArray()
+      : sql
+          .exec<StateSql>(`SELECT * FROM states INDEXED BY states_unsettled WHERE unsettled = 1 AND captured_at < ? AND id > ? AND ${notInFlight} ORDER BY id LIMIT ?`, before, afterId, limit)
+          .toArray();
   return rows.map((row) => stateFromSql(merchantId, row));
 }
 
