@@ -16,6 +16,7 @@ import type { TransactionRecord } from '../schemas/transaction-columns';
 import { meetsAll } from '../services/search/filters';
 import { chunkPage, parseTransactionId, retentionDays } from '../services/transactions/ledger';
 import { presentRecord, settle } from '../services/transactions/lifecycle-rules';
+import { findUnit, newUnitCache } from './search-day-units';
 import {
   countBetween,
   initialiseDay,
@@ -32,7 +33,6 @@ import {
   unitKeysOfShard,
   unitKeysSettledOn,
   unitKeyString,
-  unitMembers,
   unitsAt,
   unitsBefore,
   unpackRecord,
@@ -121,7 +121,8 @@ export class SearchDay extends DurableObject<Env> {
     return answerOrFailure(async () => {
       await this.#ensure(identity);
       const sql = this.ctx.storage.sql;
-      const located = changes.map((change) => ({ change, unit: this.#unitOf(change.shard, change.id) }));
+      const cache = newUnitCache();
+      const located = changes.map((change) => ({ change, unit: findUnit(this.ctx.storage.sql, change.shard, change.id, cache) }));
       const orphans = located.filter((l) => l.unit === null);
       // Their own units: the record as it is now stands for "as processed" (nothing is older here).
       const orphanRows = await Promise.all(
@@ -161,13 +162,13 @@ export class SearchDay extends DurableObject<Env> {
       let found = 0;
       const changes = readChanges(sql, ids);
       const units = new Map<string, UnitKey>();
-      const members = new Map<string, Set<number | string>>();
+      const cache = newUnitCache();
       for (const id of ids) {
         if (changes.has(id)) {
           found++;
           continue;
         }
-        const unit = this.#unitOf(shard, id, members);
+        const unit = findUnit(this.ctx.storage.sql, shard, id, cache);
         if (unit) {
           found++;
           units.set(unitKeyString(unit), unit);
@@ -200,9 +201,9 @@ export class SearchDay extends DurableObject<Env> {
       const changes = readChanges(sql, ids);
       const wanted = new Set(ids.filter((id) => !changes.has(id)));
       const units = new Map<string, UnitKey>();
-      const members = new Map<string, Set<number | string>>();
+      const cache = newUnitCache();
       for (const id of wanted) {
-        const unit = this.#unitOf(shard, id, members);
+        const unit = findUnit(this.ctx.storage.sql, shard, id, cache);
         if (unit) units.set(unitKeyString(unit), unit);
       }
       // Rare (an operation in flight as a run passes its page): the few units named are decoded whole.
@@ -219,30 +220,6 @@ export class SearchDay extends DurableObject<Env> {
       });
       return found.length;
     });
-  }
-
-  /**
-   * The unit holding a transaction of `shard`: its own page (API, refund), or its chunk's (a batch
-   * row), checked against the lines the unit holds: a chunk may have been claimed by more than one
-   * attempt, and the floor page found here may be an earlier chunk held by this day while the row's
-   * own chunk ran on another day. `members` caches each unit's lines for one call.
-   */
-  #unitOf(shard: string, id: string, members: Map<string, Set<number | string>> = new Map()): UnitKey | null {
-    const sql = this.ctx.storage.sql;
-    const own = unitKeysOfPage(sql, shard, id);
-    if (own.length > 0) return own[0] ?? null;
-    const parsed = parseTransactionId(id);
-    if (parsed?.kind !== 'batch') return null;
-    for (const unit of unitKeysOfFloorPage(sql, shard, chunkPage(parsed.line))) {
-      const key = unitKeyString(unit);
-      let lines = members.get(key);
-      if (lines === undefined) {
-        lines = new Set(unitMembers(sql, unit));
-        members.set(key, lines);
-      }
-      if (lines.has(parsed.line)) return unit;
-    }
-    return null;
   }
 
   /** The day's part of a search (docs/transactions.md, "Search"): positions newest first, and the count (a failure answered). */
@@ -419,3 +396,4 @@ function groupByTime(rows: readonly StoredUnit[], full: boolean): StoredUnit[][]
   if (full) groups.pop();
   return groups;
 }
+
