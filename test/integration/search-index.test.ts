@@ -6,11 +6,14 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import type { SearchDay } from '../../src/durable-objects/search-day';
 import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search-keys';
-import { keyHash } from '../../src/services/search/indexer';
+import { keyHash, shardOfId } from '../../src/services/search/indexer';
 import { searchDayName, searchKeysName } from '../../src/services/search/names';
+import { batchTransactionId, utcDay } from '../../src/services/transactions/ledger';
 import { BLOCK_ENTRIES } from '../../src/storage/search-keys';
 import { call, createMerchant, type Envelope } from '../helpers/api';
+import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, saleRows, uploadOk, waitForStatus } from '../helpers/batch';
 
 function keys(merchantId: string, week: string) {
   return env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week));
@@ -96,6 +99,38 @@ describe('a day object', () => {
     // Without a filter the count is the units' stored counts, exact whatever the budget.
     expect(await stub.scan({ from: `${day}T00:00:00.000Z`, to: `${day}T23:59:59.999Z`, after: null, restrict: { kind: 'all' }, conditions: [], want: 1, count: true, budget: 1, expiredBefore: '2000-01-01T00:00:00.000Z' })).toMatchObject({ count: 4, exact: true });
   });
+
+  it("marks a batch's rows settled with a few statements per chunk, not per row", async () => {
+    // A settlement hands a day object up to SETTLED_IDS_PER_CALL ids at once; a 500,000-row file's
+    // step is hundreds of thousands of them, so statements per row would pass the 30 s CPU limit.
+    const shop = await createMerchant({ name: 'Settle Cost Shop' });
+    const batchId = await uploadOk(shop.secretKey, csv(CARD_HEADER, saleRows(2_000)));
+    const batch = await waitForStatus(shop.secretKey, batchId, 'completed');
+    // Data rows are lines 2 to 2,001 of the file.
+    const ids = Array.from({ length: 2_000 }, (_, i) => batchTransactionId(batchId, batch.created_at, i + 2));
+    const shard = shardOfId(shop.id, ids[0] ?? '') ?? '';
+    const day = utcDay(new Date());
+    const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, day));
+    const statements = await runInDurableObject(stub, async (instance: SearchDay, state) => {
+      const sql = state.storage.sql;
+      const exec = sql.exec.bind(sql);
+      let count = 0;
+      sql.exec = ((query: string, ...bindings: unknown[]) => {
+        count++;
+        return exec(query, ...bindings);
+      }) as typeof sql.exec;
+      try {
+        expect(await instance.settled(shard, ids, day, new Date().toISOString())).toBe(2_000);
+      } finally {
+        sql.exec = exec;
+      }
+      return count;
+    });
+    // Four chunks: a few statements each (their unit, its lines, its mark), and a few for the call.
+    expect(statements).toBeLessThan(40);
+    const settled = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { batch_id: { operator: '=', value: batchId }, status: { operator: '=', value: 'settled' }, limit: 1 } });
+    expect((await settled.json<{ total_count: number }>()).total_count).toBe(2_000);
+  }, QUEUE_TEST_TIMEOUT);
 
   it('empties itself TRANSACTION_RETENTION_DAYS after its day', async () => {
     const shop = await createMerchant({ name: 'Retention Shop' });
