@@ -89,8 +89,10 @@ export default defineConfig({
       },
       {
         // Tools that only run in Node (the OpenAPI linter reads its JSON schemas from disk and
-        // compiles validators with code generation, which workerd forbids).
-        test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'] },
+        // compiles validators with code generation, which workerd forbids). One file at a time: two
+        // of them start `npm run dev` on free ports, and two servers starting at once can race for
+        // the same port (seen once, "Address already in use").
+        test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'], fileParallelism: false },
       },
     ],
     // The request log writes a line per request; tests read it through console spies where it matters.

@@ -137,3 +137,18 @@ test('signed out, the Transactions page sends to the sign-in', async ({ page }) 
     await page.getByRole('button', { name: 'Sign out' }).click();
   }
 });
+
+test('signing out on the Transactions page ends the session and returns to the sign-in', async ({ page }) => {
+  await signIn(page);
+  await page.getByRole('link', { name: 'Transactions' }).click();
+  await expect(page.getByRole('table', { name: 'Transactions' })).toBeVisible();
+  const cookie = (await page.context().cookies()).find((c) => c.name === 'binbatch_console');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await expect(page).toHaveURL(CONSOLE_URL);
+  await expect(page.getByLabel('API key')).toBeVisible();
+  // The old cookie no longer opens a session: the page came back to sign-in, not just out of view.
+  const after = await fetch(`${TOKENIZER_URL}/console/session`, { headers: { Cookie: `binbatch_console=${cookie?.value}` } });
+  expect(after.status).toBe(401);
+  await page.goto(`${TOKENIZER_URL}/console/transactions`);
+  await expect(page.getByRole('heading', { name: 'Sign in first' })).toBeVisible();
+});

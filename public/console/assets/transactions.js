@@ -40,6 +40,12 @@ function signedOut() {
   $('signed-out').hidden = false;
 }
 
+// Ends the session on the server, as the batch page's button does; signing in again happens there.
+$('sign-out').addEventListener('click', async () => {
+  await api('DELETE', '/console/session');
+  location.assign('/console');
+});
+
 function setFieldError(input, errorEl, message) {
   errorEl.textContent = message;
   input.setAttribute('aria-invalid', message ? 'true' : 'false');
