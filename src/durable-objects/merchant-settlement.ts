@@ -249,8 +249,9 @@ export class MerchantSettlement extends DurableObject<Env> {
           if (answer.piece) {
             const piece = answer.piece;
             // search (issue 33): the piece's transactions marked settled in the search index before the piece is recorded
-            // (a failure throws: the step fails and the shard answers the same piece again).
-            await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt, piece.held);
+            // (a failure throws: the step fails and the shard answers the same piece again). Its object calls
+            // count in the step's budget of subrequests, as the shard calls do.
+            calls += await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt, piece.held);
             this.ctx.storage.transactionSync(() => recordPiece(sql, name, piece, { id: run.id, at: now, batchIdOf: settlementBatchId }));
             acked = piece.seq;
             entries += piece.entries.length;

@@ -52,7 +52,10 @@ export async function indexOperation(
  * A settlement run's answer for one ledger shard (the settlement object's hook): every transaction
  * the shard settled on `batchDate`, marked in the day objects holding them; and the transactions it
  * left out of pages it marked (`held`: an operation was in flight on them), kept unsettled there
- * first. Idempotent: a run asked again sends the same entries.
+ * first. Idempotent: a run asked again sends the same entries. Answers how many object calls it
+ * made (subrequests: one per day holding the shard's units, more for a piece past
+ * SETTLED_IDS_PER_CALL, and the directory's), which the settlement step counts in its budget: a
+ * shard whose rows were refunded on many days costs a call per such day.
  */
 export async function indexSettlement(
   env: Env,
@@ -62,14 +65,16 @@ export async function indexSettlement(
   batchDate: string,
   settledAt: string,
   held: readonly string[] = [],
-): Promise<void> {
-  if (entries.length === 0 && held.length === 0) return;
+): Promise<number> {
+  if (entries.length === 0 && held.length === 0) return 0;
   const directory = searchDirectory(env, merchantId);
   const days = await directory.shardDays(shard);
-  if (held.length > 0) await indexHeld(env, merchantId, shard, days, held);
-  if (entries.length === 0) return;
+  let calls = 1;
+  if (held.length > 0) calls += await indexHeld(env, merchantId, shard, days, held);
+  if (entries.length === 0) return calls;
   const ids = entries.map((entry) => entry.id);
   const holding: string[] = [];
+  calls += days.length * Math.ceil(ids.length / SETTLED_IDS_PER_CALL);
   await Promise.all(
     days.map(async (day) => {
       let found = 0;
@@ -81,9 +86,10 @@ export async function indexSettlement(
       if (found > 0) holding.push(day);
     }),
   );
-  if (holding.length === 0) return;
+  if (holding.length === 0) return calls;
   const done = await directory.addSettled(merchantId, batchDate, holding);
   if (done !== true) throw new Error(`search directory could not be written: ${done.failed}`);
+  return calls + 1;
 }
 
 /**
@@ -108,8 +114,8 @@ async function referenceOrderId(env: Env, merchantId: string, record: Transactio
   if (done !== true) throw new Error(`search keys ${week} could not be written: ${done.failed}`);
 }
 
-/** The transactions a run left out of pages it marked settled, kept awaiting settlement in their day objects. */
-async function indexHeld(env: Env, merchantId: string, shard: string, days: readonly string[], held: readonly string[]): Promise<void> {
+/** The transactions a run left out of pages it marked settled, kept awaiting settlement in their day objects; answers the calls made. */
+async function indexHeld(env: Env, merchantId: string, shard: string, days: readonly string[], held: readonly string[]): Promise<number> {
   await Promise.all(
     days.map(async (day) => {
       for (let i = 0; i < held.length; i += SETTLED_IDS_PER_CALL) {
@@ -118,4 +124,5 @@ async function indexHeld(env: Env, merchantId: string, shard: string, days: read
       }
     }),
   );
+  return days.length * Math.ceil(held.length / SETTLED_IDS_PER_CALL);
 }

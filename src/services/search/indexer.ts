@@ -71,7 +71,12 @@ export async function indexUnits(env: Env, merchantId: string, units: readonly U
     units.map((u) => ({ shard: u.shard, day: u.at.slice(0, 10) })),
   );
   const byDay = new Map<string, UnitInput[]>();
-  for (const unit of units) byDay.set(unit.at.slice(0, 10), [...(byDay.get(unit.at.slice(0, 10)) ?? []), unit]);
+  for (const unit of units) {
+    const day = unit.at.slice(0, 10);
+    const list = byDay.get(day) ?? [];
+    list.push(unit);
+    byDay.set(day, list);
+  }
   await Promise.all(
     [...byDay].map(async ([day, dayUnits]) => {
       const stub = searchDay(env, merchantId, day);

@@ -116,7 +116,12 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
 /** The records at the page's positions, as they are now, in the page's order. */
 async function pageRecords(env: Env, merchantId: string, page: readonly Position[], expiredBefore: string): Promise<TransactionRecordView[]> {
   const byDay = new Map<string, Position[]>();
-  for (const p of page) byDay.set(p.at.slice(0, 10), [...(byDay.get(p.at.slice(0, 10)) ?? []), p]);
+  for (const p of page) {
+    const day = p.at.slice(0, 10);
+    const list = byDay.get(day) ?? [];
+    list.push(p);
+    byDay.set(day, list);
+  }
   const found = new Map<string, TransactionRecordView>();
   await Promise.all(
     [...byDay].map(async ([day, positions]) => {
