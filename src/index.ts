@@ -14,10 +14,10 @@ export { BatchProgress } from './durable-objects/batch-progress';
 export { LedgerShard } from './durable-objects/ledger-shard';
 export { MerchantSettlement } from './durable-objects/merchant-settlement';
 export { SandboxAcquirer } from './durable-objects/sandbox-acquirer';
-export { SearchDay } from './durable-objects/search-day';
-export { SearchDirectory } from './durable-objects/search-directory';
-export { SearchKeys } from './durable-objects/search-keys';
-export { TransactionExport } from './durable-objects/transaction-export';
+export { SearchDay } from './durable-objects/search/day';
+export { SearchDirectory } from './durable-objects/search/directory';
+export { SearchKeys } from './durable-objects/search/keys';
+export { TransactionExport } from './durable-objects/search/export';
 
 export default {
   // Browser pages (the hosted tokenizer, the docs page's files) have headers of their own; everything else is the API.

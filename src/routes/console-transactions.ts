@@ -13,8 +13,8 @@ import { validate } from '../middleware/validate';
 import { transactionIdParamSchema } from '../schemas/transaction-http';
 import { exportIdParamSchema, transactionExportSchema, transactionSearchSchema } from '../schemas/transaction-search';
 import { findExport, openExportDownload, startExport } from '../services/search/exports';
-import { transactionDetail } from '../services/search/lifecycle';
 import { searchTransactions } from '../services/search/search';
+import { transactionDetail } from '../services/transactions/detail';
 import { exportDownloadAnswer } from './transaction-search';
 
 function refused(field: string, message: string): never {

@@ -6,12 +6,12 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { SearchDay } from '../../src/durable-objects/search-day';
-import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search-keys';
+import type { SearchDay } from '../../src/durable-objects/search/day';
+import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search/keys';
 import { keyHash, shardOfId } from '../../src/services/search/indexer';
 import { searchDayName, searchKeysName } from '../../src/services/search/names';
 import { batchTransactionId, utcDay } from '../../src/services/transactions/ledger';
-import { BLOCK_ENTRIES } from '../../src/storage/search-keys';
+import { BLOCK_ENTRIES } from '../../src/storage/search/keys';
 import { call, createMerchant, type Envelope } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, saleRows, uploadOk, waitForStatus } from '../helpers/batch';
 

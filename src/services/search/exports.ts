@@ -1,7 +1,7 @@
 /**
  * Exports (docs/transactions.md, "Exports"): the result of a search, of any size, as a CSV of the
  * result file's 69 columns in R2, written in the background by the export's own object
- * (durable-objects/transaction-export.ts) in bounded steps: each step reads pages of
+ * (durable-objects/search/export.ts) in bounded steps: each step reads pages of
  * EXPORT_PAGE_RECORDS with the search's cursor, so every transaction is written once however many
  * arrive meanwhile, and uploads parts of PART_BYTES as they fill. Memory is one part and one page.
  * `export.completed` goes to the merchant's webhook endpoints; the file is kept BATCH_RETENTION_DAYS.
@@ -13,7 +13,7 @@ import { HALF, R2, WORKERS } from '../../lib/platform-limits';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import { NUMERIC_RESULT_COLUMNS, RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import type { SearchFilters, TransactionExportState } from '../../schemas/transaction-search';
-import { exportFileKey, type ExportRow } from '../../storage/exports';
+import { exportFileKey, type ExportRow } from '../../storage/search/exports';
 import { insertEventWithDeliveries, markEnqueued } from '../../storage/webhooks';
 import { EXPORT_PAGE_RECORDS } from './limits';
 import { runSearch } from './query';

@@ -7,7 +7,7 @@
 import { detectBrand } from '../../lib/card-brand';
 import type { Condition, StringField } from '../../schemas/search-conditions';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
-import type { PresentTransaction } from '../../storage/search-day';
+import type { PresentTransaction } from '../../storage/search/day';
 
 /** The batch a transaction came from: its id names it (`txn_b{day}{batch}{line}`); null otherwise. */
 export function batchIdOf(id: string): string | null {

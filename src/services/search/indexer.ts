@@ -13,8 +13,8 @@ import type { Env } from '../../env';
 import { hash53 } from '../../lib/hash53';
 import { MemoryCache } from '../../lib/memory-cache';
 import type { TransactionContext, TransactionOutcome, TransactionRequest } from '../../schemas/transaction-columns';
-import { unitKeyString, type UnitInput, type UnitKey } from '../../storage/search-day';
-import type { KeyRef } from '../../storage/search-keys';
+import { unitKeyString, type UnitInput, type UnitKey } from '../../storage/search/day';
+import type { KeyRef } from '../../storage/search/keys';
 import { chunkPage, ledgerShardName, parseTransactionId } from '../transactions/ledger';
 import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
 

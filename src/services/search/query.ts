@@ -8,7 +8,7 @@ import type { Env } from '../../env';
 import { mapWithConcurrency } from '../../lib/concurrency';
 import type { Clock } from '../../lib/time';
 import type { Condition } from '../../schemas/search-conditions';
-import type { DayScanAnswer, Position, Restriction } from '../../storage/search-day';
+import type { DayScanAnswer, Position, Restriction } from '../../storage/search/day';
 import { ledgerShardName, utcDay } from '../transactions/ledger';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
 import { recordView } from '../transactions/fluidpay-record';

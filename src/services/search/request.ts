@@ -7,7 +7,7 @@ import { hash53 } from '../../lib/hash53';
 import type { Condition, DateField, IntField, StringField } from '../../schemas/search-conditions';
 import { ADDRESS_FIELDS, INT_FIELDS } from '../../schemas/search-conditions';
 import type { SearchFilters } from '../../schemas/transaction-search';
-import type { Position } from '../../storage/search-day';
+import type { Position } from '../../storage/search/day';
 
 /** The window searched when the request names none: FluidPay's "prior four months". */
 export const DEFAULT_WINDOW_MONTHS = 4;

@@ -1,5 +1,5 @@
 /**
- * The SQLite tables of a search day object (durable-objects/search-day.ts): one merchant's
+ * The SQLite tables of a search day object (durable-objects/search/day.ts): one merchant's
  * transactions created on one UTC day, as the search reads them (docs/capacity.md, "Search"). The
  * object creates and versions its tables itself (`MIGRATIONS`).
  *
@@ -13,8 +13,8 @@
  * Records rest as JSON arrays of the result CSV's columns in order (`packRecord`): no card number,
  * no CVC, no request hash.
  */
-import type { Condition } from '../schemas/search-conditions';
-import { RESULT_COLUMNS, type TransactionRecord } from '../schemas/transaction-columns';
+import type { Condition } from '../../schemas/search-conditions';
+import { RESULT_COLUMNS, type TransactionRecord } from '../../schemas/transaction-columns';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS meta (

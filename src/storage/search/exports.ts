@@ -1,5 +1,5 @@
 /**
- * An export's state, in its own object's SQLite (durable-objects/transaction-export.ts), and its
+ * An export's state, in its own object's SQLite (durable-objects/search/export.ts), and its
  * file in R2 (docs/capacity.md, "Search"):
  *
  *   meta     the export: its merchant, its query, its progress (rows, where the search got to), the
@@ -8,8 +8,8 @@
  *
  *   R2 FILES: exports/{merchant}/{export id}.csv   the CSV, deleted with the object
  */
-import type { Condition } from '../schemas/search-conditions';
-import type { Position } from './search-day';
+import type { Condition } from '../../schemas/search-conditions';
+import type { Position } from './day';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS meta (

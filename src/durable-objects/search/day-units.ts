@@ -1,11 +1,11 @@
 /**
- * Which unit of a search day object holds a transaction (search-day.ts): its own page (an API
+ * Which unit of a search day object holds a transaction (day.ts): its own page (an API
  * transaction, a refund), or its chunk's (a batch row), checked against the lines the unit holds: a
  * chunk may have been claimed by more than one attempt, and the floor page found may be an earlier
  * chunk held by this day while the row's own chunk ran on another day.
  */
-import { chunkPage, parseTransactionId } from '../services/transactions/ledger';
-import { unitKeysOfFloorPage, unitKeysOfPage, unitKeyString, unitMembers, type UnitKey } from '../storage/search-day';
+import { chunkPage, parseTransactionId } from '../../services/transactions/ledger';
+import { unitKeysOfFloorPage, unitKeysOfPage, unitKeyString, unitMembers, type UnitKey } from '../../storage/search/day';
 
 /** What findUnit keeps for one call: each unit's lines as read, and the unit it found last. */
 export interface UnitCache {

@@ -12,9 +12,9 @@
  * do. A look-up reads the fresh rows and one block per run.
  */
 import { DurableObject } from 'cloudflare:workers';
-import type { Env } from '../env';
-import { HALF, WORKERS } from '../lib/platform-limits';
-import { retentionDays } from '../services/transactions/ledger';
+import type { Env } from '../../env';
+import { HALF, WORKERS } from '../../lib/platform-limits';
+import { retentionDays } from '../../services/transactions/ledger';
 import {
   BLOCK_ENTRIES,
   deleteFreshThrough,
@@ -37,7 +37,7 @@ import {
   type KeysFailure,
   type KeysIdentity,
   type RunRow,
-} from '../storage/search-keys';
+} from '../../storage/search/keys';
 
 const DAY_MS = 86_400_000;
 /** Fresh rows folded into one level-0 run (a batch chunk's row holds about 1,000 entries). */

@@ -1,5 +1,5 @@
 /**
- * The SQLite tables of a search key object (durable-objects/search-keys.ts): a merchant's
+ * The SQLite tables of a search key object (durable-objects/search/keys.ts): a merchant's
  * `order_id` and `customer_id` references of one ISO week, as a small log-structured merge index
  * (docs/capacity.md, "Search"). An entry is three 32-bit words: the value's 53-bit hash (high and
  * low word) and a reference (the day within the week and the millisecond of that day at which the

@@ -6,8 +6,8 @@
  * a day missing from it would hide data), once per shard and day.
  */
 import { DurableObject } from 'cloudflare:workers';
-import type { Env } from '../env';
-import { retentionDays } from '../services/transactions/ledger';
+import type { Env } from '../../env';
+import { retentionDays } from '../../services/transactions/ledger';
 import {
   addSettledDays,
   addShardDays,
@@ -18,7 +18,7 @@ import {
   readDirectoryMerchant,
   settledDays,
   shardDays,
-} from '../storage/search-directory';
+} from '../../storage/search/directory';
 
 const DAY_MS = 86_400_000;
 

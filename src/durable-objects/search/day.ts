@@ -10,13 +10,13 @@
  * TRANSACTION_RETENTION_DAYS after its day, as the ledger archives its shards.
  */
 import { DurableObject } from 'cloudflare:workers';
-import type { Env } from '../env';
-import { gunzipText, gzipText } from '../lib/gzip';
-import type { TransactionRecord } from '../schemas/transaction-columns';
-import { meetsAll } from '../services/search/filters';
-import { chunkPage, parseTransactionId, retentionDays } from '../services/transactions/ledger';
-import { presentRecord, settle } from '../services/transactions/lifecycle-rules';
-import { findUnit, newUnitCache } from './search-day-units';
+import type { Env } from '../../env';
+import { gunzipText, gzipText } from '../../lib/gzip';
+import type { TransactionRecord } from '../../schemas/transaction-columns';
+import { meetsAll } from '../../services/search/filters';
+import { chunkPage, parseTransactionId, retentionDays } from '../../services/transactions/ledger';
+import { presentRecord, settle } from '../../services/transactions/lifecycle-rules';
+import { findUnit, newUnitCache } from './day-units';
 import {
   countBetween,
   initialiseDay,
@@ -49,7 +49,7 @@ import {
   type Restriction,
   type UnitInput,
   type UnitKey,
-} from '../storage/search-day';
+} from '../../storage/search/day';
 
 const DAY_MS = 86_400_000;
 /** Units read per query while scanning newest first (a chunk's unit is about 50 KB compressed). */

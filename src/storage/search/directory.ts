@@ -1,5 +1,5 @@
 /**
- * The SQLite tables of a merchant's search directory (durable-objects/search-directory.ts): where
+ * The SQLite tables of a merchant's search directory (durable-objects/search/directory.ts): where
  * the merchant's search data is, so that a search asks only the day objects that hold something
  * (docs/capacity.md, "Search").
  *

@@ -7,10 +7,10 @@
  * step and answers its outcome, so the upload has one writer.
  */
 import { DurableObject } from 'cloudflare:workers';
-import type { Env } from '../env';
-import { redactDigits } from '../lib/redact';
-import { abandonExport, announceExport, deleteExportFile, exportStep } from '../services/search/exports';
-import { createExport, readExport, readPending, saveProgress, type ExportQuery, type ExportRow } from '../storage/exports';
+import type { Env } from '../../env';
+import { redactDigits } from '../../lib/redact';
+import { abandonExport, announceExport, deleteExportFile, exportStep } from '../../services/search/exports';
+import { createExport, readExport, readPending, saveProgress, type ExportQuery, type ExportRow } from '../../storage/search/exports';
 
 /** Steps that fail in a row before the export is given up (the alarm waits 10 s more each time). */
 const MAX_FAILURES = 5;
