@@ -17,8 +17,8 @@ import { validate } from '../middleware/validate';
 import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../schemas/transaction-http';
 import { getTransaction, processTransactions } from '../services/transactions/engine';
 import { runOperation, type OperationOutcome } from '../services/transactions/operations';
-import { recordView } from '../services/transactions/fluidpay-record';
-import { completeFluidPayInput } from '../services/transactions/fluidpay-request';
+import { recordView } from '../services/fluidpay/record';
+import { completeFluidPayInput } from '../services/fluidpay/completion';
 import { checkDetails, detailsNeedRecord, type OperationDetails } from '../services/transactions/operation-details';
 import {
   fluidPayFieldOf,

@@ -11,7 +11,7 @@ import type { Condition } from '../../schemas/search-conditions';
 import type { DayScanAnswer, Position, Restriction } from '../../storage/search/day';
 import { ledgerShardName, utcDay } from '../transactions/ledger';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
-import { recordView } from '../transactions/fluidpay-record';
+import { recordView } from '../fluidpay/record';
 import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { keyHash, shardOfId } from './indexer';
 import { DAY_CONCURRENCY, DAY_WAVE, KEY_REFS_MAX, MAX_SEARCH_DAYS, SCAN_BUDGET_RECORDS } from './limits';

@@ -7,7 +7,7 @@ import type { Env } from '../../env';
 import type { Clock } from '../../lib/time';
 import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { getTransaction } from './engine';
-import { recordView } from './fluidpay-record';
+import { recordView } from '../fluidpay/record';
 
 /** Refunds of one transaction the view reads at most (each refund is one more look-up in the shard). */
 const MAX_REFUNDS = 50;
