@@ -28,7 +28,7 @@ import { addAddress, deleteAddress, updateAddress } from '../services/vault/addr
 import { createCustomer, deleteCustomer, getCustomer, searchCustomers, updateCustomer } from '../services/vault/customers';
 import type { VaultFailure } from '../services/vault/failures';
 import { addPaymentMethod, deletePaymentMethod, replacePaymentMethod, type VaultOptions } from '../services/vault/payment-methods';
-import { cardVerifier } from '../services/vault/verification';
+import { cardVerifier } from '../services/recorded';
 
 function raise(failure: VaultFailure): never {
   switch (failure.reason) {

@@ -5,7 +5,7 @@
  */
 import { env } from 'cloudflare:workers';
 import type { Caller } from '../../src/env';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { apiShardName } from './ledger';
 import { shardEntryList } from './ledger';
 import { chunkPage, shardFor, utcDay, type Shard, type ShardKey } from '../../src/services/transactions/ledger';

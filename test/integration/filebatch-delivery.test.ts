@@ -3,7 +3,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/lib/time';
 import { retryDelaySeconds } from '../../src/queues/chunk-consumer';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { authenticateKey } from '../../src/services/merchants';
 import { call, createMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, markQueuedWithoutSending, parseResult, recordedTransactions, saleRows, status } from '../helpers/batch';

@@ -11,7 +11,7 @@ import type { Caller } from '../../src/env';
 import { requestFingerprint } from '../../src/lib/request-hash';
 import type { TransactionContext, TransactionInput, TransactionOutcome } from '../../src/schemas/transaction-columns';
 import { authenticateKey } from '../../src/services/merchants';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { randomId } from '../../src/lib/crypto';
 import { parseTransactionId } from '../../src/services/transactions/ledger';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';

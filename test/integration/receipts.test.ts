@@ -7,7 +7,7 @@ import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { authenticateKey } from '../../src/services/merchants';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { admin, call, type Envelope, type TestMerchant } from '../helpers/api';
 import { apiShardName } from '../helpers/ledger';
 import { findSecrets } from '../helpers/leak-scan';

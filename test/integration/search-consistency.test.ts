@@ -10,7 +10,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
 import { searchDayName, searchDirectory } from '../../src/services/search/names';
 import { searchTransactions } from '../../src/services/search/search';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { settleMerchantNow } from '../../src/services/settlement/runs';
 import { transactionSearchSchema } from '../../src/schemas/transaction-search';
 import { utcDay } from '../../src/services/transactions/ledger';

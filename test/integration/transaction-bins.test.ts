@@ -5,7 +5,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { lookupCard, lookupCards } from '../../src/services/bin-lookup/card-metadata';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { call, createMerchant, type TestMerchant, type Envelope } from '../helpers/api';
 import { importCsv } from '../helpers/bins';
 import { apiShardName, shardEntries } from '../helpers/ledger';

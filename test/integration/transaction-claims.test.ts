@@ -9,7 +9,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vite
 import type { Caller } from '../../src/env';
 import type { TransactionInput } from '../../src/schemas/transaction-columns';
 import { authenticateKey } from '../../src/services/merchants';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
 import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { clockAt, ledger, ledgerAuthCode } from '../helpers/claims';

@@ -8,7 +8,7 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/env';
 import { searchTransactions } from '../../src/services/search/search';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { transactionSearchSchema } from '../../src/schemas/transaction-search';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 

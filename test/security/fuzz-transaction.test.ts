@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { INPUT_COLUMNS, type InputColumn, type TransactionInput } from '../../src/schemas/transaction-columns';
 import { authenticateKey } from '../../src/services/merchants';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import type { Caller } from '../../src/env';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { expectFailedEnvelope, fuzzRuns, hostileString, unicodeDigits } from '../helpers/fuzz';

@@ -23,6 +23,7 @@ import {
   type ClaimAnswer,
   type ClaimRequest,
   type OperationBegin,
+  type OperationCompleted,
   type OperationCompletion,
   type OperationRequest,
   type RetentionOutcome,
@@ -98,7 +99,7 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   /** Applies a claimed operation's processor answer (operations.ts). */
-  async completeOperation(shard: ShardIdentity, completion: OperationCompletion): Promise<{ answer: string } | ShardFailure> {
+  async completeOperation(shard: ShardIdentity, completion: OperationCompletion): Promise<OperationCompleted | ShardFailure> {
     return answerOrFailure(() => completeOperation(this.#shard, shard, completion, this.#indexed(shard)));
   }
 

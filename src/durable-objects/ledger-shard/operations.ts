@@ -19,6 +19,7 @@ import {
   upgradeShardTables,
   writeState,
   type OperationBegin,
+  type OperationCompleted,
   type OperationCompletion,
   type OperationRequest,
   type ShardIdentity,
@@ -90,7 +91,7 @@ export async function completeOperation(
   identity: ShardIdentity,
   completion: OperationCompletion,
   indexed: (now: string) => Promise<void>,
-): Promise<{ answer: string }> {
+): Promise<OperationCompleted> {
   upgradeShardTables(shard.sql);
   const sql = shard.sql;
   const claimed = findOperation(sql, completion.key);
@@ -153,8 +154,10 @@ export async function completeOperation(
     answerOperation(sql, completion.key, answer);
     if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]); // receipts (issue 32)
   });
-  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []); // receipts (issue 32)
-  return { answer };
+  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []);
+  // The transaction as written (as it was, when the processor declined): what the search index takes next.
+  const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };
+  return { answer, current };
 }
 
 /** Drops a claimed operation its processor never received (the key may be sent again). */

@@ -22,7 +22,7 @@ import {
 } from '../../schemas/transaction-columns';
 import { putResultPart, readUploadRange } from '../../storage/batch-files';
 import { findBatchWithCaller } from '../../storage/batches';
-import { processTransactions } from '../transactions/engine';
+import { processTransactions } from '../recorded';
 import { failBatch, lifecycleDeps } from './lifecycle';
 import { hasEnded } from './state';
 

@@ -10,7 +10,7 @@
  * The recipient is `email_address` (a vault customer's email when the request named none), else
  * `billing_email`; a request with the flag and neither is refused before it is charged.
  */
-import type { RowError, TransactionRecord } from '../../schemas/transaction-columns';
+import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { StoredTransaction } from '../../storage/ledger-shard';
 import type { ReceiptEntry, ReceiptFacts, ReceiptKind } from '../../storage/receipt-outbox';
 
@@ -136,22 +136,4 @@ export function operationReceipt(
     at: result.at,
     facts: receiptFacts(original, { at: result.at, amount: result.amount, authCode: result.authCode ?? text(original.record.auth_code), referencedTransactionId: id }),
   });
-}
-
-const EMAIL = /^[^\s@"<>,;]+@[^\s@"<>,;]+\.[^\s@"<>,;]+$/;
-
-/**
- * A request with email_receipt true must have somewhere to send it: email_address, a vault
- * customer's email, or billing_email (then a well-formed one: it becomes the recipient). Checked
- * before the processor is asked, so a sale is never charged with a receipt that cannot go.
- */
-export function receiptAddressError(request: { emailReceipt: boolean; emailAddress: string | null; billingEmail: string | null }, customerEmail: string | null): RowError | null {
-  if (!request.emailReceipt || request.emailAddress !== null || customerEmail) return null;
-  if (request.billingEmail === null) {
-    return { field: 'email_receipt, email_address', msg: 'email_receipt is true but there is no address to send the receipt to: give email_address (or billing_email)' };
-  }
-  if (request.billingEmail.length > 254 || !EMAIL.test(request.billingEmail)) {
-    return { field: 'billing_email', msg: 'must be a well-formed email address: it receives the receipt (email_receipt is true, no email_address)' };
-  }
-  return null;
 }

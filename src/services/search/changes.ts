@@ -15,29 +15,31 @@ import { KEY_REFS_MAX, SETTLED_IDS_PER_CALL } from './limits';
 import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
 
 /**
- * After a capture, void or refund answered (the operation's hook): the transaction as it is now,
- * read back from its shard, and the refund it made (`answered`: the record the operation answered,
- * the refund's for a refund; null when it was refused or declined, which changed nothing). A replay
- * is indexed again (an upsert), which repairs an earlier failure.
+ * After a capture, void or refund answered (the operation's hook): the transaction as it is now and
+ * the refund it made (`answered`: the record the operation answered, the refund's for a refund; null
+ * when it was refused or declined, which changed nothing). `written` is the transaction as the shard
+ * left it when this call completed the operation; a replay has none and reads it back from its
+ * shard, so it is indexed again (an upsert), which repairs an earlier failure.
  */
 export async function indexOperation(
   env: Env,
   merchantId: string,
   transactionId: string,
   answered: (TransactionRecord & { amount_refunded?: number }) | null,
+  written: { record: TransactionRecord; amountRefunded: number } | null,
   clock: Clock,
 ): Promise<void> {
   if (answered === null) return;
   const shard = shardOfId(merchantId, transactionId);
   if (shard === null) return;
-  const current = await getTransaction(env, merchantId, transactionId, clock);
+  const current = written ? { ok: true as const, ...written } : await getTransaction(env, merchantId, transactionId, clock);
   if (current.ok) {
     const day = String(current.record.created_at).slice(0, 10);
     await registerShardDays(env, merchantId, [{ shard, day }]);
-    const written = await searchDay(env, merchantId, day).change({ merchantId, day }, [
+    const changed = await searchDay(env, merchantId, day).change({ merchantId, day }, [
       { id: transactionId, shard, record: current.record, amountRefunded: current.amountRefunded },
     ]);
-    if (typeof written !== 'number') throw new Error(`search day ${day} could not be written: ${written.failed}`);
+    if (typeof changed !== 'number') throw new Error(`search day ${day} could not be written: ${changed.failed}`);
     // A capture may set the order_id (FluidPay's capture fields): the week object must list it.
     if (answered.id === transactionId && answered.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day);
   }
@@ -94,7 +96,7 @@ export async function indexSettlement(
 
 /**
  * `order_id =` reads only the units the week object lists for that order id, written when the
- * transaction was indexed. A capture that sets another order id (issue 34's CaptureRequest)
+ * transaction was indexed. A capture that sets another order id (FluidPay's CaptureRequest)
  * adds the new reference, unless the week object already lists this unit for that order id
  * (the usual case: an order id given at creation). The check is one lookup, and it keeps replays
  * and plain captures from writing a reference twice. A value too common to list

@@ -1,19 +1,16 @@
 /**
  * The seam between the transaction engine and the services it consults: card metadata (BIN
  * lookup), surchargeability (the surcharge rule table) and the customer vault. The engine only
- * sees this interface; `transactionDepsFromEnv` builds the real one for a call, and tests hand in
- * their own.
+ * sees this interface; the composition (services/recorded.ts) builds the real one for a call, and
+ * tests hand in their own.
  */
-import type { Caller, Env } from '../../env';
-import { lookupCards, type CardMetadata } from '../bin-lookup/card-metadata';
-import { surchargePolicy, type SurchargePolicy } from '../bin-lookup/surcharge';
-import { resolveVaultPaymentMethods, type VaultReference, type VaultResolution } from '../vault/resolution';
+import type { CardMetadata } from '../bin-lookup/card-metadata';
+import type { SurchargePolicy } from '../bin-lookup/surcharge';
+import type { VaultReference, VaultResolution } from '../../schemas/vault-resolution';
 
 export type { CardMetadata } from '../bin-lookup/card-metadata';
-export type { VaultCustomer, VaultPaymentMethod } from '../vault/resolution';
 export type { SurchargePolicy } from '../bin-lookup/surcharge';
-
-export type { VaultReference, VaultResolution } from '../vault/resolution';
+export type { VaultCustomer, VaultPaymentMethod, VaultReference, VaultResolution } from '../../schemas/vault-resolution';
 
 export interface SurchargeRegion {
   country: string;
@@ -31,13 +28,4 @@ export interface TransactionDeps {
   ): Promise<SurchargePolicy>;
   /** The merchant's vault customers and the payment methods to charge, in order (one query for a call). */
   resolveVaultPaymentMethods(references: readonly VaultReference[]): Promise<VaultResolution[]>;
-}
-
-/** The real dependencies. The engine asks for the card metadata and vault methods of a whole call at once. */
-export function transactionDepsFromEnv(env: Env, caller: Caller): TransactionDeps {
-  return {
-    cardMetadata: (numbers) => lookupCards(env, numbers, { enhanced: caller.enhancedBinLookup }),
-    surchargePolicy: (card, region, options) => surchargePolicy(env, card, region, options),
-    resolveVaultPaymentMethods: (references) => resolveVaultPaymentMethods(env, caller.merchantId, references),
-  };
 }

@@ -10,7 +10,7 @@
  * `in_progress` one when another attempt holds the key); only infrastructure failures (D1 down,
  * a processor call that failed) throw, so that a batch chunk is retried as a whole.
  */
-import type { Caller, Env } from '../../env';
+import type { Env } from '../../env';
 import { requestFingerprint } from '../../lib/request-hash';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type {
@@ -33,28 +33,14 @@ import {
   type HeldClaim,
   type ProcessorAccounts,
 } from './claims';
-import { transactionDepsFromEnv } from './deps';
 import { Ledger, archivedBy, chunkPage, lastIssuedDay, parseTransactionId, shardFor } from './ledger';
 import { Resolver, type Engine, type Prepared } from './payment-resolution';
 import { merchantProcessors } from './processors/registry';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
 import { invalidRecord } from './records';
 import { normaliseInput, validateTransaction, type ValidTransaction } from './validation';
-import { indexOutcomes } from '../search/indexer'; // search (issue 33)
 
 export type { Engine } from './payment-resolution';
-
-export async function processTransactions(
-  env: Env,
-  caller: Caller,
-  requests: TransactionRequest[],
-  context: TransactionContext,
-  clock: Clock,
-): Promise<TransactionOutcome[]> {
-  const outcomes = await runTransactions({ env, caller, deps: transactionDepsFromEnv(env, caller), clock }, requests, context);
-  await indexOutcomes(env, caller.merchantId, requests, context, outcomes); // search (issue 33): indexed before the answer or the chunk's count
-  return outcomes;
-}
 
 export type TransactionLookup =
   | { ok: true; record: TransactionRecord; amountRefunded: number }
@@ -122,7 +108,10 @@ function archived(shardName: string): { ok: false; reason: 'archived'; archive: 
   return { ok: false, reason: 'archived', archive: ledgerArchiveKey(shardName) };
 }
 
-/** `processTransactions` with its dependencies given (tests pass their own `deps`). */
+/**
+ * One call of the engine with its dependencies given: services/recorded.ts builds the real ones
+ * and indexes what the call recorded; tests pass their own `deps`.
+ */
 export async function runTransactions(
   engine: Engine,
   requests: TransactionRequest[],

@@ -11,7 +11,7 @@
 import type { Caller, Env } from '../../env';
 import { randomId, sha256Hex } from '../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../lib/time';
-import type { OperationBegin, OperationKind, OperationRow, OperationResult } from '../../storage/ledger-shard';
+import type { OperationBegin, OperationCompleted, OperationKind, OperationRow, OperationResult } from '../../storage/ledger-shard';
 import { CLAIM_TIMEOUT_SECONDS, processorAccounts } from './claims';
 import { locateTransaction } from './engine';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
@@ -20,7 +20,6 @@ import { merchantProcessors } from './processors/registry';
 import type { ChargeResult, PaymentProcessor } from './processors/processor';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationDetails } from './operation-details';
-import { indexOperation } from '../search/changes'; // search (issue 33)
 
 export interface OperationInput {
   transactionId: string;
@@ -29,7 +28,7 @@ export interface OperationInput {
   amount: number | null;
   idempotencyKey: string | undefined;
   ipAddress: string | null;
-  /** fluidpay (issue 34): FluidPay's optional capture / refund fields, applied with the answer. */
+  /** FluidPay's optional capture / refund fields, applied with the answer. */
   details?: OperationDetails;
 }
 
@@ -52,19 +51,26 @@ export function transactionView(record: TransactionRecord, amountRefunded: numbe
 
 type StoredAnswer = { status: 200 | 201; record: TransactionView } | { status: 402; message: string };
 
-export async function runOperation(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationOutcome> {
-  const outcome = await runUnindexedOperation(env, caller, input, clock); // search (issue 33): indexed before the answer
-  await indexOperation(env, caller.merchantId, input.transactionId, outcome.ok ? outcome.record : null, clock); // search (issue 33)
-  return outcome; // search (issue 33)
-} // search (issue 33)
+/**
+ * An operation's outcome, and the transaction as the shard left it when this call completed the
+ * operation (null for a replay, a refusal or a claim held elsewhere): what follows the operation
+ * (the search index) takes it rather than reading the transaction again.
+ */
+export interface OperationRun {
+  outcome: OperationOutcome;
+  current: NonNullable<OperationCompleted['current']> | null;
+}
 
-async function runUnindexedOperation(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationOutcome> {
+/** Runs a capture, void or refund against the ledger (services/recorded.ts runs what follows it). */
+export async function operate(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationRun> {
   const now = clock();
   const located = await locateTransaction(env, caller.merchantId, input.transactionId, now);
   if (!located.ok) {
-    return located.reason === 'archived'
-      ? { ok: false, reason: 'archived', message: `transaction archived: ${located.archive}` }
-      : { ok: false, reason: 'not_found', message: 'transaction not found' };
+    return nothingWritten(
+      located.reason === 'archived'
+        ? { ok: false, reason: 'archived', message: `transaction archived: ${located.archive}` }
+        : { ok: false, reason: 'not_found', message: 'transaction not found' },
+    );
   }
   const { shard, query } = located;
   const clientKey = input.idempotencyKey ?? randomId(24, 'auto_');
@@ -73,7 +79,7 @@ async function runUnindexedOperation(env: Env, caller: Caller, input: OperationI
     query,
     kind: input.kind,
     key: `${input.transactionId}:${input.kind}:${clientKey}`,
-    // fluidpay (issue 34): the details are part of the request (another set under the key is a conflict).
+    // FluidPay's details are part of the request (another set under the key is a conflict).
     requestHash: await sha256Hex(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
     amount: input.amount,
     now: isoTimestamp(now),
@@ -90,19 +96,26 @@ async function runUnindexedOperation(env: Env, caller: Caller, input: OperationI
   switch (begun.outcome) {
     case 'answered':
       if (begun.requestHash !== request.requestHash) {
-        return { ok: false, reason: 'idempotency_conflict', message: `Idempotency-Key was used for another ${input.kind} request of this transaction` };
+        return nothingWritten({ ok: false, reason: 'idempotency_conflict', message: `Idempotency-Key was used for another ${input.kind} request of this transaction` });
       }
-      return fromAnswer(begun.answer, true);
+      return nothingWritten(fromAnswer(begun.answer, true));
     case 'not_found':
-      return { ok: false, reason: 'not_found', message: 'transaction not found' };
+      return nothingWritten({ ok: false, reason: 'not_found', message: 'transaction not found' });
     case 'in_progress':
     case 'abandoned':
-      return { ok: false, reason: 'in_progress', message: `another operation on this transaction is in progress (since ${begun.outcome === 'in_progress' ? begun.since : begun.operation.createdAt}); ask again shortly` };
+      return nothingWritten({ ok: false, reason: 'in_progress', message: `another operation on this transaction is in progress (since ${begun.outcome === 'in_progress' ? begun.since : begun.operation.createdAt}); ask again shortly` });
     case 'refused':
-      return { ok: false, reason: begun.reason, message: begun.message };
-    case 'claimed':
-      return fromAnswer(await operation.run(begun.operation, begun.record), false);
+      return nothingWritten({ ok: false, reason: begun.reason, message: begun.message });
+    case 'claimed': {
+      const completed = await operation.run(begun.operation, begun.record);
+      return { outcome: fromAnswer(completed.answer, false), current: completed.current ?? null };
+    }
   }
+}
+
+/** An outcome this call wrote nothing for (a replay is answered from what an earlier call wrote). */
+function nothingWritten(outcome: OperationOutcome): OperationRun {
+  return { outcome, current: null };
 }
 
 /**
@@ -154,7 +167,7 @@ class OperationCall {
   }
 
   /** Asks the processor once, then applies its answer. */
-  async run(op: OperationRow, record: TransactionRecord): Promise<string> {
+  async run(op: OperationRow, record: TransactionRecord): Promise<OperationCompleted> {
     const processor = await this.#processor(record);
     let result: ChargeResult | null;
     try {
@@ -181,7 +194,7 @@ class OperationCall {
     await this.#complete(op, result);
   }
 
-  async #complete(op: OperationRow, result: OperationResult): Promise<string> {
+  async #complete(op: OperationRow, result: OperationResult): Promise<OperationCompleted> {
     const done = await this.shard.stub.completeOperation(this.shard.identity, {
       key: op.key,
       query: this.query,
@@ -191,10 +204,10 @@ class OperationCall {
       // An abandoned operation settled here may be another request's: its own key, no address.
       idempotencyKey: op.key.slice(`${op.transactionId}:${op.kind}:`.length),
       ipAddress: op.key === `${op.transactionId}:${op.kind}:${this.clientKey}` ? this.ipAddress : null,
-      // fluidpay (issue 34): only this request's own operation gets its details.
+      // Only this request's own operation gets its FluidPay details.
       ...(this.details && op.key === `${op.transactionId}:${op.kind}:${this.clientKey}` ? { details: this.details } : {}),
     });
     if ('failed' in done) throw new Error(`ledger shard write failed: ${done.failed}`);
-    return done.answer;
+    return done;
   }
 }

@@ -11,7 +11,7 @@ import type { Clock } from '../../lib/time';
 import type { RowError, TransactionContext, TransactionInput, TransactionRequest } from '../../schemas/transaction-columns';
 import type { ProcessorRecord } from '../../storage/processors';
 import type { StoredTransaction } from '../../storage/ledger-shard';
-import { describeVaultFailure } from '../vault/resolution';
+import { describeVaultFailure } from '../../schemas/vault-resolution';
 import { computeAmounts, needsSurchargeRule, type Amounts, type SurchargeExemption } from './amounts';
 import type {
   CardMetadata,
@@ -25,8 +25,7 @@ import type {
 import type { Charge } from './processors/processor';
 import { pickProcessor } from './processors/registry';
 import { pendingRecord, type ProcessedTransaction, type ResolvedPayment } from './records';
-import { isAmex, type ValidTransaction } from './validation';
-import { receiptAddressError } from '../receipts/facts';
+import { isAmex, receiptAddressError, type ValidTransaction } from './validation';
 /** Requests resolved at once: bounds concurrent BIN, vault and surcharge lookups. */
 const CONCURRENCY = 16;
 
@@ -183,7 +182,7 @@ export class Resolver {
       if (!amounts.ok) return amounts;
       const overCap = creditOverCap(tx.type, amounts.value.amount, this.#engine.caller.maxCreditAmount);
       if (overCap) return { ok: false, errors: [overCap] };
-      // receipts (issue 32): a receipt asked for must have an address, checked before the charge.
+      // A receipt asked for must have an address, checked before the charge: a sale is never charged with a receipt that cannot go.
       const noAddress = receiptAddressError({ emailReceipt: tx.emailReceipt, emailAddress: tx.emailAddress, billingEmail: tx.contact.billing_email }, draft.customer?.email ?? null);
       if (noAddress) return { ok: false, errors: [noAddress] };
       return { ok: true, ...this.#claim({ tx, prepared }, processor, draft, payment, amounts.value) };

@@ -350,3 +350,19 @@ function enumField<T extends string>(input: TransactionInput, field: InputColumn
   fail(field, `must be ${allowed.slice(0, -1).join(', ')} or ${allowed.at(-1)}`);
   return false;
 }
+
+/**
+ * A request with email_receipt true must have somewhere to send it: email_address, a vault
+ * customer's email, or billing_email (then a well-formed one: it becomes the recipient). Checked
+ * before the processor is asked, so a sale is never charged with a receipt that cannot go.
+ */
+export function receiptAddressError(request: { emailReceipt: boolean; emailAddress: string | null; billingEmail: string | null }, customerEmail: string | null): RowError | null {
+  if (!request.emailReceipt || request.emailAddress !== null || customerEmail) return null;
+  if (request.billingEmail === null) {
+    return { field: 'email_receipt, email_address', msg: 'email_receipt is true but there is no address to send the receipt to: give email_address (or billing_email)' };
+  }
+  if (request.billingEmail.length > 254 || !EMAIL.test(request.billingEmail)) {
+    return { field: 'billing_email', msg: 'must be a well-formed email address: it receives the receipt (email_receipt is true, no email_address)' };
+  }
+  return null;
+}

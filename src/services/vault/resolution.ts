@@ -5,43 +5,10 @@
  */
 import type { Env } from '../../env';
 import { open } from '../../lib/card-crypto';
-import { containsCardNumber } from '../../lib/card-number';
+import { describeVaultFailure, type ResolveFailure, type VaultCustomer, type VaultPaymentMethod, type VaultReference, type VaultResolution } from '../../schemas/vault-resolution';
 import { findCustomersWithMethods, type CustomerRecord, type PaymentMethodRecord, type ResolvedRow } from '../../storage/vault';
 
-export type VaultPaymentMethod =
-  | { id: string; type: 'card'; number: string; expiration: string; masked: string }
-  | {
-      id: string;
-      type: 'ach';
-      account_number: string;
-      routing_number: string;
-      account_type: 'checking' | 'savings';
-      sec_code: 'WEB' | 'CCD' | 'PPD';
-      masked: string;
-    };
-
-export interface VaultCustomer {
-  id: string;
-  surchargeExempt: boolean;
-  email: string | null;
-  description: string | null;
-}
-
-export type ResolveFailure =
-  | 'customer_not_found'
-  | 'payment_method_not_found'
-  | 'no_default_payment_method'
-  | 'payment_method_type_mismatch';
-
-export interface VaultReference {
-  customerId: string;
-  paymentMethodId?: string;
-  paymentMethodType?: 'card' | 'ach';
-}
-
-export type VaultResolution =
-  | { ok: true; customer: VaultCustomer; method: VaultPaymentMethod }
-  | { ok: false; reason: ResolveFailure; msg: string };
+export type { ResolveFailure, VaultCustomer, VaultPaymentMethod, VaultReference, VaultResolution } from '../../schemas/vault-resolution';
 
 /**
  * The payment method a charge or lookup for `customerId` uses: `paymentMethodId` when given,
@@ -91,41 +58,6 @@ async function resolveFromRow(
 function failure(reason: ResolveFailure, reference: VaultReference, method?: PaymentMethodRecord): VaultResolution {
   const { field, text } = describeVaultFailure(reason, reference, method);
   return { ok: false, reason, msg: `${field}: ${text}` };
-}
-
-/**
- * The one wording of each vault failure, for every door: the lookup answers `field: text`, a
- * transaction or batch row lists `{ field, msg: text }`.
- */
-export function describeVaultFailure(
-  reason: ResolveFailure,
-  reference: VaultReference,
-  method?: Pick<PaymentMethodRecord, 'id' | 'type'>,
-): { field: string; text: string } {
-  // Callers pass ids straight from requests and CSV rows; one holding a card number is not echoed.
-  const customer = quotableId(reference.customerId);
-  switch (reason) {
-    case 'customer_not_found':
-      return { field: 'customer_id', text: `no vault customer ${customer}` };
-    case 'no_default_payment_method':
-      return { field: 'customer_id', text: `customer ${customer} has no default payment method; give payment_method_id` };
-    case 'payment_method_not_found':
-      return {
-        field: 'payment_method_id',
-        text: `customer ${customer} has no payment method ${quotableId(reference.paymentMethodId ?? '')}`,
-      };
-    case 'payment_method_type_mismatch':
-      return {
-        field: 'payment_method_type',
-        text: method
-          ? `payment method ${method.id} is ${method.type}, not ${reference.paymentMethodType}`
-          : `does not match the type of the selected payment method`,
-      };
-  }
-}
-
-function quotableId(id: string): string {
-  return containsCardNumber(id) ? '(a card number)' : id;
 }
 
 async function unsealMethod(env: Env, merchantId: string, record: PaymentMethodRecord): Promise<VaultPaymentMethod> {

@@ -157,6 +157,15 @@ export type OperationBegin =
   | { outcome: 'abandoned'; operation: OperationRow; record: TransactionRecord }
   | { outcome: 'refused'; reason: 'wrong_state' | 'amount' | 'limit'; message: string };
 
+/**
+ * A completed operation's answer (JSON), and the transaction as this completion left it: absent
+ * when another call had answered the operation first.
+ */
+export interface OperationCompleted {
+  answer: string;
+  current?: { record: TransactionRecord; amountRefunded: number };
+}
+
 /** The processor's answer to a claimed operation, for the shard to apply. */
 export interface OperationCompletion {
   key: string;
