@@ -125,11 +125,12 @@ export function optionalJson<Schema extends z.ZodType>(schema: Schema) {
 }
 
 /**
- * A JSON body that comes in one of two shapes (binbatch's and FluidPay's), told apart by `pick`
- * on the parsed body; each is validated by its own schema, so errors name its fields. Typed (and
- * documented) as `documented`, the union of both.
+ * A JSON body that comes in one of two shapes (binbatch's and FluidPay's), told apart once by
+ * `pick` on the parsed body; each is validated by its own schema, so errors name its fields, and
+ * read into the one value the handler takes. Typed (and documented) as `documented`, the union of
+ * both bodies, for the client.
  */
-export function validateJsonByShape<Schema extends z.ZodType>(documented: Schema, pick: (body: unknown) => z.ZodType) {
+export function validateJsonByShape<Documented extends z.ZodType, Out>(documented: Documented, pick: (body: unknown) => z.ZodType<Out>) {
   const middleware: MiddlewareHandler = async (c, next) => {
     let body: unknown;
     try {
@@ -140,5 +141,11 @@ export function validateJsonByShape<Schema extends z.ZodType>(documented: Schema
     }
     return validate('json', pick(body))(c, next);
   };
-  return middleware as ReturnType<typeof validate<'json', Schema>>;
+  type Declared = ReturnType<typeof validate<'json', Documented>>;
+  type Input = Declared extends MiddlewareHandler<infer _E, infer _P, infer I> ? I : never;
+  return middleware as unknown as MiddlewareHandler<
+    Declared extends MiddlewareHandler<infer E> ? E : never,
+    string,
+    { in: Input extends { in: infer In } ? In : never; out: { json: Out } }
+  >;
 }

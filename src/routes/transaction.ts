@@ -2,40 +2,29 @@
  * POST /api/transaction: one sale, authorize or credit through the engine the batch files use.
  * GET /api/transaction/{id}: a recorded transaction of the caller's merchant.
  * POST /api/transaction/{id}/capture | void | refund: its lifecycle (services/transactions/operations.ts).
- * Each answers the transaction record inside the success envelope (docs/transactions.md).
+ * Each answers the transaction record inside the success envelope (docs/transactions.md); the work
+ * is services/api-transaction.ts.
  */
 import { Hono, type Context } from 'hono';
-import type { AppEnv, Env } from '../env';
-import { publishTransactionEvent } from '../services/webhooks/transaction-events';
-import type { TransactionRecordView } from '../schemas/transaction-response';
+import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
-import { randomId } from '../lib/crypto';
+import { describeFieldErrors } from '../lib/field-errors';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
 import { rateLimitPerKey } from '../middleware/key-rate-limit';
-import { validate } from '../middleware/validate';
-import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../schemas/transaction-http';
-import { processTransactions, runOperation } from '../services/recorded';
-import { getTransaction } from '../services/transactions/engine';
-import type { OperationOutcome } from '../services/transactions/operations';
-import { recordView } from '../services/fluidpay/record';
-import { completeFluidPayInput } from '../services/fluidpay/completion';
-import { checkDetails, detailsNeedRecord, type OperationDetails } from '../services/transactions/operation-details';
-import {
-  fluidPayFieldOf,
-  fluidPayTransactionSchema,
-  isFluidPayTransactionBody,
-  transactionRequestSchema,
-  translateFluidPayTransaction,
-  type FluidPayTransactionBody,
-} from '../schemas/fluidpay-transaction';
-import type { TransactionInput } from '../schemas/transaction-columns';
-import { captureBodySchema, refundBodySchema, voidBodySchema } from '../schemas/settlement';
-import type { OperationKind } from '../storage/ledger-shard';
-import { optionalJson, validateJsonByShape } from '../middleware/validate';
-import { describeFieldErrors } from '../lib/field-errors';
+import { optionalJson, validate, validateJsonByShape } from '../middleware/validate';
+import { transactionRequestSchema } from '../schemas/fluidpay-transaction';
 import { resendBodySchema } from '../schemas/receipts';
+import { captureBodySchema, refundBodySchema, voidBodySchema } from '../schemas/settlement';
+import { idempotencyHeaderSchema, transactionIdParamSchema } from '../schemas/transaction-http';
+import type { OperationKind } from '../storage/ledger-shard';
+import { createTransaction, operateOnTransaction } from '../services/api-transaction';
+import { recordView } from '../services/fluidpay/record';
+import { transactionRequestSchemaFor } from '../services/fluidpay/request';
 import { resendReceipt, transactionReceipts } from '../services/receipts/receipts';
+import { getTransaction } from '../services/transactions/engine';
+import type { OperationDetails } from '../services/transactions/operation-details';
+import type { OperationOutcome } from '../services/transactions/operations';
 
 /** The period of TRANSACTION_RATE_LIMITER in wrangler.toml. */
 const TRANSACTION_RATE_PERIOD_SECONDS = 60;
@@ -48,56 +37,19 @@ export const transaction = new Hono<AppEnv>()
   rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
   validate('header', idempotencyHeaderSchema),
   // binbatch's flat columns or FluidPay's nested body, told apart by shape (docs/api.md, "Coming from FluidPay").
-  validateJsonByShape(transactionRequestSchema, (body) => (isFluidPayTransactionBody(body) ? fluidPayTransactionSchema : transactionBodySchema)),
+  validateJsonByShape(transactionRequestSchema, transactionRequestSchemaFor),
   async (c) => {
-    const { 'idempotency-key': sentKey, 'cf-connecting-ip': callerIp } = c.req.valid('header');
-    const body = c.req.valid('json');
-    const caller = c.get('caller');
-    let input: TransactionInput;
-    let key = sentKey;
-    let ipAddress = callerIp ?? null;
-    // Errors name the fields the client sent: FluidPay's paths for its body.
-    let rename = (field: string) => field;
-    if (isFluidPayTransactionBody(body)) {
-      const request = translateFluidPayTransaction(body as FluidPayTransactionBody);
-      rename = fluidPayFieldOf;
-      if (request.idempotencyKey !== null && sentKey !== undefined && request.idempotencyKey !== sentKey) {
-        throw new AppError('bad_request', 'idempotency_key: differs from the Idempotency-Key header (send one of them)', [
-          { field: 'idempotency_key', msg: 'differs from the Idempotency-Key header (send one of them)' },
-        ]);
-      }
-      key = request.idempotencyKey ?? sentKey;
-      ipAddress = request.ipAddress ?? ipAddress;
-      const completed = await completeFluidPayInput(c.env, caller.merchantId, request, systemClock());
-      if (!completed.ok) throw new AppError('bad_request', describeFieldErrors(completed.errors), completed.errors);
-      input = completed.input;
-    } else {
-      input = body as TransactionInput;
-    }
-    const [outcome] = await processTransactions(
-      c.env,
-      caller,
-      // Without a key, a generated one is recorded: the request is simply not retry-safe.
-      [{ input, idempotencyKey: key ?? randomId(24, 'auto_') }],
-      { source: 'api', ipAddress },
-      systemClock,
-    );
-    if (!outcome) throw new Error('transaction engine answered no outcome');
+    const { 'idempotency-key': idempotencyKey, 'cf-connecting-ip': callerIp } = c.req.valid('header');
+    const outcome = await createTransaction(c.env, c.get('caller'), c.req.valid('json'), { idempotencyKey, callerIp: callerIp ?? null }, systemClock);
     if (!outcome.ok) {
-      const errors = outcome.errors.map((error) => ({ ...error, field: rename(error.field) }));
+      const message = describeFieldErrors(outcome.errors);
       // Another request with this key is still with the processor: 409, and ask again shortly
       // (its answer is usually there within a second; docs/transactions.md, "Idempotency").
-      if (outcome.reason === 'in_progress') {
-        throw new AppError('conflict', describeFieldErrors(errors), errors, { 'Retry-After': '1' });
-      }
-      const code = outcome.reason === 'idempotency_conflict' ? 'conflict' : 'bad_request';
-      throw new AppError(code, describeFieldErrors(errors), errors);
+      if (outcome.reason === 'in_progress') throw new AppError('conflict', message, outcome.errors, { 'Retry-After': '1' });
+      throw new AppError(outcome.reason === 'idempotency_conflict' ? 'conflict' : 'bad_request', message, outcome.errors);
     }
     if (outcome.replayed) c.header('Idempotent-Replayed', 'true');
-    const view = recordView(outcome.record, 0, caller.merchantId);
-    // Announced by the request that created it, never by a replay (docs/webhooks.md, "transaction_create").
-    if (!outcome.replayed) await announce(c.env, caller.merchantId, view);
-    return c.json(success(view), outcome.replayed ? 200 : 201);
+    return c.json(success(outcome.record), outcome.replayed ? 200 : 201);
   },
   )
   .get('/:id', validate('param', transactionIdParamSchema), async (c) => {
@@ -163,23 +115,6 @@ export const transaction = new Hono<AppEnv>()
     },
   );
 
-/**
- * FluidPay's transaction_create, for endpoints that subscribed (services/webhooks/transaction-events.ts),
- * sent after the ledger recorded the transaction and before the answer. The transaction stands
- * whatever happens here, so the answer does too: an event that could not be queued is logged
- * with its transaction id, and the endpoint's merchant finds the transaction by searching.
- */
-async function announce(env: Env, merchantId: string, view: TransactionRecordView): Promise<void> {
-  const unsent = (reason: string) =>
-    console.error(JSON.stringify({ level: 'error', event: 'transaction_event_not_queued', merchant_id: merchantId, transaction_id: view.id, reason }));
-  try {
-    const published = await publishTransactionEvent({ db: env.DB, queue: env.TRANSACTION_EVENT_QUEUE }, merchantId, view);
-    if ('refused' in published) unsent(`message of ${published.bytes} bytes over the budget`);
-  } catch (err) {
-    unsent(err instanceof Error ? err.message.slice(0, 200) : 'unknown');
-  }
-}
-
 /** The details given (undefined ones dropped), or null when none was. */
 function compact(details: OperationDetails): OperationDetails | null {
   const given = Object.fromEntries(Object.entries(details).filter(([, value]) => value !== undefined)) as OperationDetails;
@@ -191,16 +126,10 @@ type OperationContext = Context<AppEnv, string, { out: { param: { id: string }; 
 async function operate(c: OperationContext, kind: OperationKind, amount: number | null, details: OperationDetails | null): Promise<OperationOutcome> {
   const { 'idempotency-key': idempotencyKey, 'cf-connecting-ip': ipAddress } = c.req.valid('header');
   const transactionId = c.req.valid('param').id;
-  const caller = c.get('caller');
-  if (details && detailsNeedRecord(details)) {
-    // FluidPay's amounts are parts of what the operation moves: checked against the record before the processor is asked.
-    const found = await getTransaction(c.env, caller.merchantId, transactionId, systemClock);
-    if (found.ok) {
-      const errors = checkDetails(kind, found.record, found.amountRefunded, amount, details);
-      if (errors.length > 0) throw new AppError('bad_request', describeFieldErrors(errors), errors);
-    }
-  }
-  return runOperation(c.env, caller, { transactionId, kind, amount, idempotencyKey, ipAddress: ipAddress ?? null, ...(details ? { details } : {}) }, systemClock);
+  const input = { transactionId, kind, amount, idempotencyKey, ipAddress: ipAddress ?? null, ...(details ? { details } : {}) };
+  const outcome = await operateOnTransaction(c.env, c.get('caller'), input, systemClock);
+  if (!outcome.ok && outcome.reason === 'invalid') throw new AppError('bad_request', describeFieldErrors(outcome.errors), outcome.errors);
+  return outcome;
 }
 
 function answerOperation(c: Context<AppEnv>, outcome: OperationOutcome) {

@@ -1,17 +1,16 @@
 /**
  * FluidPay's shape of POST /api/transaction (their `TransactionRequest`: `type`, a nested
  * `payment_method`, address objects, the idempotency key in the body), and of the optional bodies
- * of capture and refund. Translated here, at the edge, into the batch CSV's columns that the engine
- * takes (docs/api.md, "Coming from FluidPay"): the engine never sees this shape.
+ * of capture and refund. Translated at the edge into the batch CSV's columns that the engine takes
+ * (docs/api.md, "Coming from FluidPay"): the engine never sees this shape.
  *
  * Checked as strictly as the flat body: an unknown field is a 400 naming it. Fields FluidPay has
  * and binbatch does not process (terminals, Level 3 lines, custom fields, …) are named too, with
- * why, rather than accepted and ignored: a merchant must not believe they were applied.
+ * why, rather than accepted and ignored: a merchant must not believe they were applied. The
+ * translation into the engine's columns is services/fluidpay/request.ts.
  */
 import { z } from 'zod';
 import { containsCardNumber } from '../lib/card-number';
-
-import type { InputColumn, TransactionInput } from './transaction-columns';
 import { idempotencyKeyField, transactionBodySchema } from './transaction-http';
 
 const text = z.string('must be a string').max(1_000, 'must be at most 1000 characters');
@@ -158,104 +157,6 @@ export const fluidPayTransactionSchema = z
   .meta({ id: 'FluidPayTransactionRequest', description: "FluidPay's body (their SDKs' TransactionRequest)." });
 
 export type FluidPayTransactionBody = z.infer<typeof fluidPayTransactionSchema>;
-
-/** What the engine cannot be given directly: a token to open, vault addresses to read. */
-export interface FluidPayTransaction {
-  input: TransactionInput;
-  token: string | null;
-  /** payment_method.customer: the addresses it names (or the customer's defaults, when absent). */
-  vaultAddresses: { customerId: string; billingAddressId: string | null; shippingAddressId: string | null } | null;
-  idempotencyKey: string | null;
-  ipAddress: string | null;
-}
-
-const ADDRESS_PARTS = ['first_name', 'last_name', 'company', 'address_line_1', 'address_line_2', 'city', 'state', 'postal_code', 'country', 'phone', 'fax', 'email'] as const;
-
-/** The engine's columns for FluidPay's body (the same text a CSV row carries). */
-export function translateFluidPayTransaction(body: FluidPayTransactionBody): FluidPayTransaction {
-  const input: TransactionInput = {};
-  const put = (column: InputColumn, value: string | number | boolean | undefined) => {
-    if (value !== undefined) input[column] = String(value);
-  };
-  put('transaction_type', body.type);
-  put('amount', body.amount);
-  put('base_amount', body.base_amount);
-  put('processor_id', body.processor_id);
-  put('order_id', body.order_id);
-  put('po_number', body.po_number);
-  put('description', body.description);
-  put('tax_amount', body.tax_amount);
-  put('tax_exempt', body.tax_exempt);
-  put('shipping_amount', body.shipping_amount);
-  put('discount_amount', body.discount_amount);
-  put('email_receipt', body.email_receipt);
-  put('email_address', body.email_address);
-  const { card, ach, customer } = body.payment_method;
-  if (card) {
-    put('cc_number', card.number);
-    put('cc_expiration', card.expiration_date);
-    put('cc_cvc', card.cvc);
-  }
-  if (ach) {
-    put('ach_account_number', ach.account_number);
-    put('ach_routing_number', ach.routing_number);
-    put('ach_account_type', ach.account_type);
-    put('ach_sec_code', ach.sec_code);
-  }
-  if (customer) {
-    put('customer_id', customer.id);
-    put('payment_method_id', customer.payment_method_id);
-    put('payment_method_type', customer.payment_method_type);
-  }
-  for (const [prefix, address] of [['billing', body.billing_address], ['shipping', body.shipping_address]] as const) {
-    for (const part of ADDRESS_PARTS) put(`${prefix}_${part}`, address?.[part]);
-  }
-  return {
-    input,
-    token: body.payment_method.token ?? null,
-    vaultAddresses: customer
-      ? { customerId: customer.id, billingAddressId: customer.billing_address_id ?? null, shippingAddressId: customer.shipping_address_id ?? null }
-      : null,
-    idempotencyKey: body.idempotency_key ?? null,
-    ipAddress: body.ip_address ?? null,
-  };
-}
-
-/** Where each engine column came from in FluidPay's body: errors name the field the client sent. */
-const FLUIDPAY_FIELD: Partial<Record<string, string>> = {
-  transaction_type: 'type',
-  cc_number: 'payment_method.card.number',
-  cc_expiration: 'payment_method.card.expiration_date',
-  cc_cvc: 'payment_method.card.cvc',
-  ach_account_number: 'payment_method.ach.account_number',
-  ach_routing_number: 'payment_method.ach.routing_number',
-  ach_account_type: 'payment_method.ach.account_type',
-  ach_sec_code: 'payment_method.ach.sec_code',
-  customer_id: 'payment_method.customer.id',
-  payment_method_id: 'payment_method.customer.payment_method_id',
-  payment_method_type: 'payment_method.customer.payment_method_type',
-  'cc_number, ach_account_number or customer_id': 'payment_method',
-  'Idempotency-Key': 'idempotency_key',
-  ...Object.fromEntries(
-    (['billing', 'shipping'] as const).flatMap((prefix) => ADDRESS_PARTS.map((part) => [`${prefix}_${part}`, `${prefix}_address.${part}`])),
-  ),
-};
-
-/** An engine error's field as FluidPay's body names it (a column it shares keeps its name). */
-export function fluidPayFieldOf(column: string): string {
-  return column
-    .split(', ')
-    .map((part) => FLUIDPAY_FIELD[part] ?? part)
-    .join(', ');
-}
-
-/** FluidPay's body is told from the flat one by its shape: its `type`, or an object as payment_method. */
-export function isFluidPayTransactionBody(body: unknown): boolean {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
-  const fields = body as Record<string, unknown>;
-  const method = fields.payment_method;
-  return 'type' in fields || (method !== null && typeof method === 'object');
-}
 
 /** POST /api/transaction's body, either shape: what the document and the typed client show. */
 export const transactionRequestSchema = z.union([transactionBodySchema.meta({ id: 'TransactionColumnsRequest' }), fluidPayTransactionSchema]);

@@ -2,15 +2,15 @@
  * The two parts of FluidPay's transaction body that need a lookup before the engine can take it:
  * `payment_method.token` (the temp token's card) and a vault customer's addresses
  * (`billing_address_id` / `shipping_address_id`, else the customer's default addresses). The
- * result is the batch CSV's columns, as for any request (schemas/fluidpay-transaction.ts).
+ * result is the batch CSV's columns, as for any request (request.ts).
  */
 import type { Env } from '../../env';
 import type { FieldError } from '../../lib/field-errors';
-import type { FluidPayTransaction } from '../../schemas/fluidpay-transaction';
 import type { InputColumn, TransactionInput } from '../../schemas/transaction-columns';
 import type { AddressRecord } from '../../storage/vault-addresses';
 import { readTempToken } from '../tokens';
 import { findCustomerAddresses } from '../vault/addresses';
+import type { TransactionRequestBody } from './request';
 
 const VAULT_TO_COLUMN = {
   first_name: 'first_name',
@@ -30,7 +30,7 @@ const VAULT_TO_COLUMN = {
 export async function completeFluidPayInput(
   env: Env,
   merchantId: string,
-  request: FluidPayTransaction,
+  request: TransactionRequestBody,
   now: Date,
 ): Promise<{ ok: true; input: TransactionInput } | { ok: false; errors: FieldError[] }> {
   const input: TransactionInput = { ...request.input };

@@ -8,11 +8,10 @@
 import { detectBrand } from '../../lib/card-brand';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { TransactionRecordView } from '../../schemas/transaction-response';
+import { ADDRESS_PARTS } from './request';
 
 type Address = TransactionRecordView['billing_address'];
 type Text = string | null;
-
-const ADDRESS_PARTS = ['first_name', 'last_name', 'company', 'address_line_1', 'address_line_2', 'city', 'state', 'postal_code', 'country', 'email', 'phone', 'fax'] as const;
 
 function text(value: TransactionRecord[keyof TransactionRecord]): Text {
   return value === null || value === undefined ? null : String(value);
