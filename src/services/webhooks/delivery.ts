@@ -1,11 +1,7 @@
 /**
- * One delivery attempt, run by the queue consumer for a message {deliveryId, attempt}:
- *
- *   POST <endpoint url>   body: the event's stored JSON, byte for byte
- *     Content-Type: application/json
- *     Binbatch-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>[,v1=<previous secret's>]
- *     Binbatch-Event-Id: evt_…      Binbatch-Delivery-Id: whd_…
- *     Signature: <base64url HMAC-SHA256(secret, body)>   [Signature-Previous: <previous secret's>]   X-Webhook-Event-Id: evt_…  (FluidPay's)
+ * One delivery attempt, run by the queue consumer for a message {deliveryId, attempt}: the event's
+ * stored JSON, byte for byte, POSTed and signed as every webhook is (sender.ts), with
+ * Binbatch-Delivery-Id whd_….
  *
  * A 2xx answer within the timeout is delivered. Anything else (another status, a redirect, a
  * timeout, a network error) schedules the next attempt after the configured delay, or ends the
@@ -14,7 +10,6 @@
  * and does nothing. Delivery is at least once: a receiver drops events whose id it has seen.
  */
 import { isoTimestamp } from '../../lib/time';
-import { fluidPaySignatureHeaders, signatureHeader } from '../../lib/webhook-signature';
 import { checkWebhookUrl } from '../../lib/webhook-url';
 import type { WebhookDeliveryMessage } from '../../schemas/webhooks';
 import {
@@ -26,7 +21,7 @@ import {
 } from '../../storage/webhooks';
 import { maxAttempts, retryDelaySeconds } from './config';
 import type { WebhookDeps } from './deps';
-import { openSigningSecret } from './secrets';
+import { sendSigned, type SendResult } from './sender';
 
 /** The longest delay a queue message can carry (Queues allows 24 hours now, 12 before); longer waits are re-deferred. */
 export const MAX_QUEUE_DELAY_SECONDS = 43_200;
@@ -90,64 +85,15 @@ async function scheduleNext(deps: WebhookDeps, deliveryId: string, attempt: numb
   await deps.queue.send({ deliveryId, attempt }, { delaySeconds, contentType: 'json' });
 }
 
-async function send(
-  deps: WebhookDeps,
-  delivery: DeliveryForAttempt,
-  now: Date,
-): Promise<{ statusCode: number | null; error: string | null }> {
-  const secrets = await activeSecrets(deps, delivery, now);
-  const timestamp = Math.floor(now.getTime() / 1_000);
-  const headers = {
-    'Content-Type': 'application/json',
-    'User-Agent': 'binbatch-webhooks/1',
-    'Binbatch-Signature': await signatureHeader(secrets, timestamp, delivery.payload),
-    'Binbatch-Event-Id': delivery.event_id,
-    'Binbatch-Delivery-Id': delivery.id,
-    // FluidPay's verifier (their SDKs' ParseWebhookRequest) reads these.
-    ...(await fluidPaySignatureHeaders(secrets, delivery.payload)),
-    'X-Webhook-Event-Id': delivery.event_id,
+function send(deps: WebhookDeps, delivery: DeliveryForAttempt, now: Date): Promise<SendResult> {
+  const secrets = {
+    merchantId: delivery.merchant_id,
+    endpointId: delivery.endpoint_id,
+    sealedSecret: delivery.sealed_secret,
+    sealedPreviousSecret: delivery.sealed_previous_secret,
+    previousSecretExpiresAt: delivery.previous_secret_expires_at,
   };
-  let response: Response;
-  try {
-    // The time limit starts here, as the request is sent, not when the attempt began: the consumer
-    // keeps its attempts within the invocation's connections, so no request waits for one unsent
-    // while its limit runs (queues/webhook-consumer.ts, ATTEMPTS_AT_ONCE).
-    const signal = deps.timeoutSignal(deps.config.timeoutMs);
-    response = await deps.fetch(delivery.url, {
-      method: 'POST',
-      headers,
-      body: delivery.payload,
-      // A redirect could lead anywhere, past the URL rules: it counts as a failed attempt.
-      redirect: 'manual',
-      signal,
-    });
-  } catch (err) {
-    const error = err instanceof Error ? err : new Error(String(err));
-    if (error.name === 'TimeoutError' || error.name === 'AbortError') {
-      return { statusCode: null, error: `timed out after ${deps.config.timeoutMs / 1_000} s` };
-    }
-    return { statusCode: null, error: `network error: ${error.message.slice(0, 200)}` };
-  }
-  // The answer's body is not wanted (nor stored): release the connection.
-  await response.body?.cancel().catch(() => undefined);
-  if (response.status >= 200 && response.status < 300) return { statusCode: response.status, error: null };
-  const redirect = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : '';
-  return { statusCode: response.status, error: `HTTP ${response.status}${redirect}` };
-}
-
-/** The current secret, and the previous one while its rotation overlap lasts. */
-async function activeSecrets(deps: WebhookDeps, delivery: DeliveryForAttempt, now: Date): Promise<string[]> {
-  const open = (sealed: string) => openSigningSecret(deps.dataKey, delivery.merchant_id, delivery.endpoint_id, sealed);
-  const current = await open(delivery.sealed_secret);
-  // CARD_DATA_KEY changed or the row was tampered with: an operator's problem, not the receiver's.
-  if (current === null) throw new Error(`the signing secret of endpoint ${delivery.endpoint_id} cannot be opened`);
-  const secrets = [current];
-  const overlapEnds = delivery.previous_secret_expires_at;
-  if (delivery.sealed_previous_secret !== null && overlapEnds !== null && Date.parse(overlapEnds) > now.getTime()) {
-    const previous = await open(delivery.sealed_previous_secret);
-    if (previous !== null) secrets.push(previous);
-  }
-  return secrets;
+  return sendSigned(deps, secrets, { url: delivery.url, body: delivery.payload, eventId: delivery.event_id, deliveryId: delivery.id }, now);
 }
 
 /**
