@@ -14,6 +14,7 @@
  * transactions they list; a shard leaves the index as soon as it holds nothing unsettled.
  */
 import { exactDifference, exactInteger, type ExactInteger } from '../lib/exact-integer';
+import { hasTables as hasSettlementTables, migrate, recordedVersion } from './do-schema';
 import type { HandoffPiece } from './ledger-shard';
 
 const MIGRATIONS: readonly string[] = [
@@ -69,24 +70,19 @@ export const SETTLEMENT_SCHEMA_VERSION = MIGRATIONS.length;
 /** Types whose money goes back to the cardholder: a settlement batch's amount_credit. */
 const CREDIT_TYPES: ReadonlySet<string> = new Set(['refund', 'credit']);
 
-export function hasSettlementTables(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
-}
-
-function settlementVersion(sql: SqlStorage): number {
-  return hasSettlementTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
-}
+/** Whether the object has its tables yet (settlement-runs.ts reads them too). */
+export { hasSettlementTables };
 
 /** Applies the steps an object made by an older version lacks. */
 export function upgradeSettlement(sql: SqlStorage): void {
-  const version = settlementVersion(sql);
+  const version = recordedVersion(sql);
   if (version === 0 || version >= SETTLEMENT_SCHEMA_VERSION) return;
-  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  migrate(sql, MIGRATIONS, version);
   sql.exec('UPDATE meta SET schema_version = ?', SETTLEMENT_SCHEMA_VERSION);
 }
 
 export function initialiseSettlement(sql: SqlStorage, merchantId: string, cutoff: string): void {
-  for (const step of MIGRATIONS.slice(settlementVersion(sql))) sql.exec(step);
+  migrate(sql, MIGRATIONS);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, merchant_id, cutoff) VALUES (1, ?, ?, ?)
      ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,

@@ -16,6 +16,7 @@
  *               archived; whether it is in its merchant's settlement index
  *   receipt_outbox  the email receipts its transactions ask for (storage/receipt-outbox.ts)
  */
+import { hasTables, migrate } from '../do-schema';
 import { RECEIPT_OUTBOX_MIGRATION } from '../receipt-outbox';
 
 /** The shard's tables, in order; version N is the first N steps. */
@@ -136,13 +137,11 @@ export interface RetentionOutcome {
   more: boolean;
 }
 
-export function hasTables(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
-}
+export { hasTables };
 
 /** Creates the tables, or upgrades them to LEDGER_SCHEMA_VERSION (the steps not applied yet). */
 export function createShardTables(sql: SqlStorage): void {
-  for (const step of MIGRATIONS.slice(tablesVersion(sql))) sql.exec(step);
+  migrate(sql, MIGRATIONS, tablesVersion(sql));
 }
 
 /** The version the tables are at: the meta row's, or, tables made before any meta row, the last step they show. */

@@ -15,6 +15,7 @@
  */
 import type { Condition } from '../../schemas/search-conditions';
 import { RESULT_COLUMNS, type TransactionRecord } from '../../schemas/transaction-columns';
+import { hasTables, migrate } from '../do-schema';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS meta (
@@ -181,10 +182,6 @@ export interface DayMeta {
   deleteAt: string;
 }
 
-function hasTables(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
-}
-
 export function readDayMeta(sql: SqlStorage): DayMeta | null {
   if (!hasTables(sql)) return null;
   const row = sql.exec<{ merchant_id: string; day: string; delete_at: string }>('SELECT merchant_id, day, delete_at FROM meta').toArray()[0];
@@ -193,8 +190,7 @@ export function readDayMeta(sql: SqlStorage): DayMeta | null {
 
 /** Creates or upgrades the tables and writes the meta row once; answers the meta in force. */
 export function initialiseDay(sql: SqlStorage, meta: DayMeta): DayMeta {
-  const version = hasTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
-  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  migrate(sql, MIGRATIONS);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, merchant_id, day, delete_at) VALUES (1, ?, ?, ?, ?)
      ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,

@@ -11,6 +11,7 @@
  *
  * Rows leave TRANSACTION_RETENTION_DAYS after their day, with the day objects they point at.
  */
+import { hasTables, migrate } from '../do-schema';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS meta (
@@ -32,18 +33,13 @@ const MIGRATIONS: readonly string[] = [
 ];
 export const SEARCH_DIRECTORY_SCHEMA_VERSION = MIGRATIONS.length;
 
-function hasTables(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
-}
-
 export function readDirectoryMerchant(sql: SqlStorage): string | null {
   if (!hasTables(sql)) return null;
   return sql.exec<{ merchant_id: string }>('SELECT merchant_id FROM meta').toArray()[0]?.merchant_id ?? null;
 }
 
 export function initialiseDirectory(sql: SqlStorage, merchantId: string): void {
-  const version = hasTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
-  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  migrate(sql, MIGRATIONS);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, merchant_id) VALUES (1, ?, ?)
      ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,

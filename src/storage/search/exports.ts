@@ -10,6 +10,7 @@
  */
 import type { Condition } from '../../schemas/search-conditions';
 import type { Position } from './day';
+import { hasTables, migrate } from '../do-schema';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS meta (
@@ -92,10 +93,6 @@ type MetaSql = {
   announced: number;
 };
 
-function hasTables(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
-}
-
 export function readExport(sql: SqlStorage): ExportRow | null {
   if (!hasTables(sql)) return null;
   const row = sql.exec<MetaSql>('SELECT * FROM meta').toArray()[0];
@@ -121,7 +118,8 @@ export function readExport(sql: SqlStorage): ExportRow | null {
 }
 
 export function createExport(sql: SqlStorage, row: { id: string; merchantId: string; query: ExportQuery; createdAt: string }): void {
-  for (const step of MIGRATIONS) sql.exec(step);
+  // Every step, always: each is written to be applied again (IF NOT EXISTS).
+  migrate(sql, MIGRATIONS, 0);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, id, merchant_id, status, query, created_at) VALUES (1, ?, ?, ?, 'running', ?, ?)
      ON CONFLICT (singleton) DO NOTHING`,

@@ -13,6 +13,7 @@
  *           so a look-up reads one block per run
  *   meta    the object's merchant and week, and when it empties itself
  */
+import { hasTables, migrate } from '../do-schema';
 
 /** Entries per block: 48 KB, one read per run and look-up. */
 export const BLOCK_ENTRIES = 4_096;
@@ -54,10 +55,6 @@ export interface KeysMeta {
   deleteAt: string;
 }
 
-function hasTables(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
-}
-
 export function readKeysMeta(sql: SqlStorage): KeysMeta | null {
   if (!hasTables(sql)) return null;
   const row = sql.exec<{ merchant_id: string; week: string; delete_at: string }>('SELECT merchant_id, week, delete_at FROM meta').toArray()[0];
@@ -65,8 +62,7 @@ export function readKeysMeta(sql: SqlStorage): KeysMeta | null {
 }
 
 export function initialiseKeys(sql: SqlStorage, meta: KeysMeta): KeysMeta {
-  const version = hasTables(sql) ? (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) : 0;
-  for (const step of MIGRATIONS.slice(version)) sql.exec(step);
+  migrate(sql, MIGRATIONS);
   sql.exec(
     `INSERT INTO meta (singleton, schema_version, merchant_id, week, delete_at) VALUES (1, ?, ?, ?, ?)
      ON CONFLICT (singleton) DO UPDATE SET schema_version = excluded.schema_version`,
