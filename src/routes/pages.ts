@@ -90,7 +90,8 @@ pages.get('/console/transactions', async (c) => {
     'Cache-Control': 'no-store',
   });
 });
-for (const file of ['console.js', 'console.css', 'transactions.js']) {
+// session.js: both pages' requests and sign-out (a classic script of this origin, as the CSP's script-src 'self' allows).
+for (const file of ['session.js', 'console.js', 'console.css', 'transactions.js']) {
   pages.get(`/console/assets/${file}`, (c) => asset(c, `/console/assets/${file}`, { cacheControl: FRAME_FILES_CACHE_CONTROL, resourcePolicy: 'same-origin' }));
 }
 

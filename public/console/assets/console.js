@@ -1,13 +1,11 @@
-// The batch console. Talks to this origin only: /console/* with the session cookie (set HttpOnly
-// by the server at sign-in) and the CSRF token held in this variable (never in storage, never in a
-// URL), and the API's live progress stream, which accepts the same cookie. Text is written with
-// textContent only: the page's CSP refuses every HTML-parsing sink (trusted-types 'none').
+// The batch console. Talks to this origin only: /console/* through session.js's api() (the session
+// cookie and the CSRF token), and the API's live progress stream, which accepts the same cookie.
+// Text is written with textContent only: the page's CSP refuses every HTML-parsing sink
+// (trusted-types 'none').
 'use strict';
 
 const PAGE_SIZE = 10;
-const $ = (id) => document.getElementById(id);
 
-let csrfToken = null;
 let historyOffset = 0;
 let stream = null;
 let watchedId = null;
@@ -22,24 +20,10 @@ function show(signedIn) {
   $('who').hidden = !signedIn;
 }
 
-async function api(method, path, body, headers = {}) {
-  const init = { method, headers: { ...headers }, credentials: 'same-origin' };
-  if (method !== 'GET' && csrfToken) init.headers['X-CSRF-Token'] = csrfToken;
-  if (body instanceof FormData) init.body = body;
-  else if (body !== undefined) {
-    init.headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
-  }
-  const response = await fetch(path, init);
-  let json = null;
-  try {
-    json = await response.json();
-  } catch {
-    json = null;
-  }
-  if (response.status === 401 && path !== '/console/session') signedOut('Your session ended: sign in again.');
-  return { status: response.status, ok: response.ok, json, msg: json && typeof json.msg === 'string' ? json.msg : `HTTP ${response.status}` };
-}
+// A request of the signed-in page answered 401: the session ended (a refused sign-in is not that).
+consoleSession.onUnauthorized = (path) => {
+  if (path !== '/console/session') signedOut('Your session ended: sign in again.');
+};
 
 function setFieldError(input, errorEl, message) {
   errorEl.textContent = message;
@@ -47,7 +31,7 @@ function setFieldError(input, errorEl, message) {
 }
 
 function signedIn(session) {
-  csrfToken = session.csrf_token;
+  consoleSession.csrfToken = session.csrf_token;
   $('merchant-name').textContent = session.merchant_name;
   show(true);
   historyOffset = 0;
@@ -55,7 +39,7 @@ function signedIn(session) {
 }
 
 function signedOut(message) {
-  csrfToken = null;
+  consoleSession.csrfToken = null;
   stopWatching();
   $('batch-section').hidden = true;
   show(false);
@@ -86,10 +70,7 @@ $('sign-in-form').addEventListener('submit', async (event) => {
   $('csv-file').focus();
 });
 
-$('sign-out').addEventListener('click', async () => {
-  await api('DELETE', '/console/session');
-  signedOut('');
-});
+bindSignOut(() => signedOut(''));
 
 // ---- upload ----
 

@@ -1,50 +1,27 @@
 // The console's Transactions page: search the merchant's transactions (the same request and answer
-// as POST /api/transaction/search, through /console/transactions/search with the session cookie and
-// the CSRF token the session answers), page with the answer's cursor, read a transaction's
-// lifecycle, export the search to a CSV. Text is written with textContent only (the page's CSP
+// as POST /api/transaction/search, through /console/transactions/search with session.js's api()),
+// page with the answer's cursor, read a transaction's lifecycle, export the search to a CSV. Text is written with textContent only (the page's CSP
 // refuses every HTML-parsing sink). Sign-in happens on /console.
 'use strict';
 
 const PAGE_SIZE = 20;
-const $ = (id) => document.getElementById(id);
-
-let csrfToken = null;
 // The search being paged: its body, and the cursors of the pages seen (cursors[i] opens page i).
 let current = null;
 let cursors = [null];
 let pageIndex = 0;
 let exportTimer = null;
 
-async function api(method, path, body) {
-  const init = { method, headers: {}, credentials: 'same-origin' };
-  if (method !== 'GET' && csrfToken) init.headers['X-CSRF-Token'] = csrfToken;
-  if (body !== undefined) {
-    init.headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
-  }
-  const response = await fetch(path, init);
-  let json = null;
-  try {
-    json = await response.json();
-  } catch {
-    json = null;
-  }
-  if (response.status === 401) signedOut();
-  return { status: response.status, ok: response.ok, json, msg: json && typeof json.msg === 'string' ? json.msg : `HTTP ${response.status}` };
-}
+consoleSession.onUnauthorized = () => signedOut();
 
 function signedOut() {
-  csrfToken = null;
+  consoleSession.csrfToken = null;
   $('workspace').hidden = true;
   $('who').hidden = true;
   $('signed-out').hidden = false;
 }
 
-// Ends the session on the server, as the batch page's button does; signing in again happens there.
-$('sign-out').addEventListener('click', async () => {
-  await api('DELETE', '/console/session');
-  location.assign('/console');
-});
+// Signing in again happens on the batch page.
+bindSignOut(() => location.assign('/console'));
 
 function setFieldError(input, errorEl, message) {
   errorEl.textContent = message;
@@ -281,7 +258,7 @@ $('export-button').addEventListener('click', async () => {
 (async () => {
   const result = await api('GET', '/console/session');
   if (!result.ok) return;
-  csrfToken = result.json.data.csrf_token;
+  consoleSession.csrfToken = result.json.data.csrf_token;
   $('merchant-name').textContent = result.json.data.merchant_name;
   $('who').hidden = false;
   $('workspace').hidden = false;

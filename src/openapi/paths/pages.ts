@@ -25,6 +25,7 @@ const FILES: [path: string, operationId: string, tag: string, summary: string, m
   ['/docs/vendor/swagger-ui-bundle.js', 'docsSwaggerUiScript', 'Service', 'Swagger UI, for the docs page', 'text/javascript'],
   ['/docs/vendor/swagger-ui.css', 'docsSwaggerUiStyles', 'Service', "Swagger UI's styles, for the docs page", 'text/css'],
   ['/docs/docs.js', 'docsScript', 'Service', 'The docs page script: renders /openapi.json', 'text/javascript'],
+  ['/console/assets/session.js', 'consoleSessionScript', 'Console', "The console pages' shared requests and sign-out; revalidated on every load", 'text/javascript'],
   ['/console/assets/console.js', 'consoleScript', 'Console', "The batch console's script; revalidated on every load", 'text/javascript'],
   ['/console/assets/console.css', 'consoleStyles', 'Console', "The batch console's styles; revalidated on every load", 'text/css'],
   ['/console/assets/transactions.js', 'consoleTransactionsScript', 'Console', "The console's Transactions page script; revalidated on every load", 'text/javascript'],
