@@ -54,7 +54,7 @@ import { announceSettlement } from '../services/settlement/events';
 import { systemClock } from '../lib/time';
 import { DURABLE_OBJECTS, HALF, WORKERS } from '../lib/platform-limits';
 import { DEFAULT_CUTOFF, batchDateOf, lastCutoff } from '../services/settlement/cutoff';
-import { indexSettlement } from '../services/search/changes'; // search (issue 33)
+import { indexSettlement } from '../services/search/changes';
 
 const DAY_MS = 86_400_000;
 
@@ -248,7 +248,7 @@ export class MerchantSettlement extends DurableObject<Env> {
           progressed = true;
           if (answer.piece) {
             const piece = answer.piece;
-            // search (issue 33): the piece's transactions marked settled in the search index before the piece is recorded
+            // The piece's transactions marked settled in the search index before the piece is recorded
             // (a failure throws: the step fails and the shard answers the same piece again). Its object calls
             // count in the step's budget of subrequests, as the shard calls do.
             calls += await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt, piece.held);

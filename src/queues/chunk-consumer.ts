@@ -1,4 +1,4 @@
-/** Consumer of `binbatch-chunks`: one message = one chunk of a batch file (see services/batch-chunks.ts). */
+/** Consumer of `binbatch-chunks`: one message = one chunk of a batch file (see services/batches/chunks.ts). */
 import type { Env } from '../env';
 import { redactDigits } from '../lib/redact';
 import type { Clock } from '../lib/time';

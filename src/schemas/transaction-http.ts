@@ -28,7 +28,7 @@ const shape = Object.fromEntries(
  * document each is an alternative of its own (`oneOf`), written out by src/openapi/paths/transaction.ts
  * as the whole closed body with its source's columns required: a branch that only said `required`
  * would lean on the columns of the object around it, and inside the request's choice of two bodies
- * (issue 34) "around it" also takes in FluidPay's body, which has no such columns (Redocly's
+ * "around it" also takes in FluidPay's body, which has no such columns (Redocly's
  * no-required-schema-properties-undefined). A branch defining what it requires also lets a
  * generated client type each case.
  */

@@ -149,7 +149,7 @@ const responseBodySchema = z
 export const transactionRecordSchema = z
   .strictObject({
     ...ordered,
-    // receipts (issue 32): only GET /api/transaction/{id} reads them (docs/receipts.md).
+    // Only GET /api/transaction/{id} reads them: one more read of the shard (docs/receipts.md).
     receipts: z
       .array(receiptStateSchema)
       .optional()

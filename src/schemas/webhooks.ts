@@ -159,7 +159,7 @@ export const streamTokenSchema = z
 export const streamTokenResponseSchema = successEnvelopeSchema(streamTokenSchema);
 
 /**
- * A batch event's data: the batch record, and (receipts, issue 32) its email receipts by state when
+ * A batch event's data: the batch record, and its email receipts by state when
  * the batch ended. Receipts are sent paced behind processing, so most may still be `queued` then.
  */
 export const batchEventRecordSchema = batchRecordSchema

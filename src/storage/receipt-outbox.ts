@@ -1,5 +1,5 @@
 /**
- * The receipt outbox: a table of a ledger shard's own SQLite (durable-objects/ledger-shard.ts), so
+ * The receipt outbox: a table of a ledger shard's own SQLite (durable-objects/ledger-shard/), so
  * that the intent to send a receipt is written in the same storage transaction as the transaction's
  * state change it is for (docs/receipts.md, "The outbox"). The shard's alarm sends what is due
  * (services/receipts/outbox.ts).

@@ -99,7 +99,7 @@ export async function findMerchantEndpoint(db: D1Database, merchantId: string, i
 export async function deleteMerchantEndpoint(db: D1Database, merchantId: string, id: string): Promise<boolean> {
   const [, , deleted] = await db.batch([
     db.prepare('DELETE FROM webhook_deliveries WHERE endpoint_id = ?1 AND merchant_id = ?2').bind(id, merchantId),
-    // fluidpay (issue 34): its transaction_create summary (storage/transaction-events.ts).
+    // Its transaction_create summary (storage/transaction-events.ts).
     db.prepare('DELETE FROM webhook_transaction_event_health WHERE endpoint_id = ?1 AND merchant_id = ?2').bind(id, merchantId),
     db.prepare('DELETE FROM webhook_endpoints WHERE id = ?1 AND merchant_id = ?2').bind(id, merchantId),
   ]);

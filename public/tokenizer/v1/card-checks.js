@@ -1,5 +1,5 @@
 // Card checks of the hosted tokenizer frame, run as the user types. They give the same answers as
-// the service's own checks (src/lib/luhn.ts, card-brand.ts, expiry.ts), which decide in the end:
+// the service's own checks (src/lib/card-number.ts, card-brand.ts, expiry.ts), which decide in the end:
 // test/unit/card-checks.test.ts holds both to the same answers. No DOM here, so that test can run it.
 
 /** Luhn (mod 10) over a string of ASCII digits. */

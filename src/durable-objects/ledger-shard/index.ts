@@ -39,7 +39,7 @@ import { beginOperation, completeOperation, releaseOperation } from './operation
 import { findRecords, type ShardContext } from './reading';
 import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
-// receipts (issue 32): the outbox's RPC answers live in services/receipts.
+// The receipt outbox's RPC answers live in services/receipts, so the shard's files hold one call each.
 import { receiptSenderDeps, runReceiptOutbox, type OutboxRun } from '../../services/receipts/outbox';
 import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
@@ -148,14 +148,14 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    // receipts (issue 32): the receipts due go first; then the alarm is set for whatever comes next.
+    // The receipts due go first (a customer waits for them); then the alarm is set for whatever comes next.
     const receipts = await this.runReceipts();
     const retention = await this.runRetention(new Date().toISOString());
     // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
-    if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt); // receipts (issue 32)
+    if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt);
   }
 
-  // == receipts (issue 32): the outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========
+  // == the receipt outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========
 
   /** Sends the receipts due (at `now`: tests pass their own time; the alarm the real one). */
   async runReceipts(now?: string): Promise<OutboxRun> {

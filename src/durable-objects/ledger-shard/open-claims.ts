@@ -21,7 +21,7 @@ import {
   type StoredTransaction,
 } from '../../storage/ledger-shard';
 import { keyOf, type ShardContext } from './reading';
-// receipts (issue 32): the outbox's hooks live in services/receipts.
+// The receipt outbox's hooks live in services/receipts, so this file holds one call each.
 import { receiptsForRecords } from '../../services/receipts/facts';
 import { armReceipts, queueReceipts } from '../../services/receipts/shard';
 
@@ -146,16 +146,16 @@ export class OpenClaims {
       // if none changed, in one step; otherwise encode again what is still open.
       const unchanged = encoded.every(({ claimId, list }) => list.every((stored) => this.#claims?.get(keyOf(stored))?.claimId === claimId));
       if (!unchanged) continue;
-      // receipts (issue 32): the receipts these records ask for, one outbox row per claim row, queued with them below.
+      // The receipts these records ask for, one outbox row per claim row, queued in the same write below.
       const receipts = encoded.map(({ page, list }) => ({ page, entries: receiptsForRecords(list) }));
       this.#shard.storage.transactionSync(() => {
         for (const { claimId, list, page, rows } of encoded) {
           if (page !== null) insertPageRows(this.#shard.sql, page, rows);
           this.#writeClose(claimId, list.map(keyOf));
         }
-        queueReceipts(this.#shard.sql, receipts); // receipts (issue 32)
+        queueReceipts(this.#shard.sql, receipts);
       });
-      const armed = armReceipts(this.#shard.storage, receipts); // receipts (issue 32)
+      const armed = armReceipts(this.#shard.storage, receipts);
       const done = this.#forget(byClaim);
       await armed;
       return done;

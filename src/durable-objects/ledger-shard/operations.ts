@@ -28,7 +28,7 @@ import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
 import { currentNow, pageRecord, type ShardContext } from './reading';
 import { withOperationDetails } from '../../services/transactions/operation-details';
-// receipts (issue 32): the outbox's hooks live in services/receipts.
+// The receipt outbox's hooks live in services/receipts, so this file holds one call each.
 import { operationReceipt } from '../../services/receipts/facts';
 import { armReceipts, queueReceipts } from '../../services/receipts/shard';
 
@@ -113,9 +113,9 @@ export async function completeOperation(
     idempotencyKey: completion.idempotencyKey,
     ipAddress: completion.ipAddress,
   });
-  // fluidpay (issue 34): FluidPay's capture and refund fields, applied to what is written.
+  // FluidPay's capture and refund fields, applied to what is written.
   const applied = { ...lifecycle, ...withOperationDetails(claimed.kind, lifecycle, completion.details, approved) };
-  // receipts (issue 32): an approved refund or void of a transaction with email_receipt sends one, queued with it below.
+  // An approved refund or void of a transaction with email_receipt sends one, queued in the same write below.
   const receipt = approved ? operationReceipt(claimed.kind, now.stored, { refund: applied.refund, amount: claimed.amount, authCode: completion.result.authCode, at: completion.now }) : null;
   const answer = JSON.stringify(
     claimed.kind === 'refund' || approved
@@ -152,7 +152,7 @@ export async function completeOperation(
       );
     }
     answerOperation(sql, completion.key, answer);
-    if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]); // receipts (issue 32)
+    if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]);
   });
   await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []);
   // The transaction as written (as it was, when the processor declined): what the search index takes next.

@@ -137,7 +137,7 @@ export function registerWebhooks(registry: Registry): void {
     responses: { 201: ok('The token and the stream URL.', streamTokenResponseSchema), ...errors([400, 401, 404]) },
   });
 
-  // Every delivery also carries FluidPay's headers, which their SDKs' ParseWebhookRequest checks (issue 34).
+  // Every delivery also carries FluidPay's headers, which their SDKs' ParseWebhookRequest checks.
   const fluidPayHeaders = {
     Signature: z.string().meta({ description: "FluidPay's: unpadded base64url HMAC-SHA256(secret, raw body), with the current secret (no timestamp: prefer Binbatch-Signature where replays matter)." }),
     'Signature-Previous': z.string().optional().meta({ description: "FluidPay's: the same with the previous secret, during a rotation's 24-hour overlap." }),

@@ -30,7 +30,7 @@ export interface BatchSummary {
   declined: number;
   error: number;
   first_refused: RefusedRow[];
-  /** receipts (issue 32): the batch's email receipts by state, as of now (sending is paced behind processing). */
+  /** The batch's email receipts by state, as of now (sending is paced behind processing). */
   receipts: ReceiptCounts;
 }
 
@@ -75,7 +75,7 @@ export async function summarizeBatch(env: Env, merchantId: string, id: string, c
       });
     }
   }
-  // receipts (issue 32): counted in the batch's ledger shard.
+  // Receipts are counted where they are queued: in the batch's ledger shard.
   summary.receipts = (await merchantBatchReceiptCounts(env, merchantId, id)) ?? summary.receipts;
   return { ok: true, summary };
 }

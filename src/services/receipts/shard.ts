@@ -1,6 +1,6 @@
 /**
  * What a ledger shard does for receipts, kept out of the shard's own files so that they carry only
- * a marked line at each place (durable-objects/ledger-shard.ts, "receipts (issue 32)"):
+ * one call at each place (durable-objects/ledger-shard/):
  *
  *   queueReceipts    inside the storage transaction that records completed transactions or an
  *                    approved refund or void: their receipts, one outbox row per page written

@@ -2,7 +2,7 @@
  * FluidPay's optional fields of a capture (order and PO number, tax, shipping, the customer's IP,
  * tax exemption) and of a refund (`surcharge`): checked against the record before the processor is
  * asked, and applied to the record the ledger shard writes with the processor's answer
- * (durable-objects/ledger-shard.ts calls `withOperationDetails` after lifecycle-rules' `applyOperation`).
+ * (durable-objects/ledger-shard/operations.ts calls `withOperationDetails` after lifecycle-rules' `applyOperation`).
  */
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationDetails } from '../../schemas/settlement';

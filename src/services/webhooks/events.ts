@@ -23,7 +23,7 @@ export interface EventDeps {
   db: D1Database;
   queue: Queue<WebhookDeliveryMessage>;
   clock: Clock;
-  /** receipts (issue 32): a batch's receipts by state, for its batch.completed and batch.failed events. */
+  /** A batch's receipts by state, for its batch.completed and batch.failed events. */
   receiptCounts?: (merchantId: string, batch: { id: string; created_at: string }) => Promise<ReceiptCounts>;
 }
 
@@ -64,7 +64,7 @@ export async function publishBatchEnded(deps: EventDeps, batch: BatchSnapshot): 
     return;
   }
   const record = toRecord(found.batch, batch);
-  // receipts (issue 32): the batch's receipts as of the transition (sending is paced behind processing).
+  // The batch's receipts as of the transition: sending is paced behind processing, so many may still be queued.
   const receipts = deps.receiptCounts ? await deps.receiptCounts(found.batch.merchant_id, found.batch) : undefined;
   await publish(deps, type, receipts ? { ...record, receipts } : record, state);
 }

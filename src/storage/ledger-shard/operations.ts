@@ -175,6 +175,6 @@ export interface OperationCompletion {
   expiredBefore: string;
   idempotencyKey: string;
   ipAddress: string | null;
-  /** fluidpay (issue 34): FluidPay's optional capture / refund fields (services/transactions/operation-details.ts). */
+  /** FluidPay's optional capture / refund fields (services/transactions/operation-details.ts). */
   details?: OperationDetails;
 }

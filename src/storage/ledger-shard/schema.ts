@@ -92,7 +92,7 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE meta ADD COLUMN handoff_seq INTEGER NOT NULL DEFAULT 1000000;
    ALTER TABLE meta ADD COLUMN settle_cursor TEXT;
    ALTER TABLE meta ADD COLUMN retention_cursor TEXT;`,
-  // 5. receipts (issue 32): the receipt outbox, written with the records it is for (storage/receipt-outbox.ts).
+  // 5. The receipt outbox, written with the records it is for (storage/receipt-outbox.ts).
   RECEIPT_OUTBOX_MIGRATION,
   // 6. Operations and settlement ordered (docs/transactions.md, "Settlement and operations"): the
   // operation in flight on a transaction found by index (a settlement run leaves its transaction
