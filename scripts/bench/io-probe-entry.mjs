@@ -28,7 +28,7 @@ import worker, {
 } from '../../src/index.ts';
 import { authenticateKey } from '../../src/services/merchants.ts';
 import { searchDayName, searchKeysName, weekOf } from '../../src/services/search/names.ts';
-import { processTransactions } from '../../src/services/transactions/engine.ts';
+import { processTransactions } from '../../src/services/recorded.ts';
 import { retentionDays, shardFor } from '../../src/services/transactions/ledger.ts';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry.ts';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox.ts';
