@@ -159,7 +159,8 @@ export type OperationBegin =
 
 /**
  * A completed operation's answer (JSON), and the transaction as this completion left it: absent
- * when another call had answered the operation first.
+ * when another call had answered the operation first. Two records, each under
+ * MAX_OPERATION_ROW_BYTES: far under an RPC answer's limit (RPC.payloadBytes, 32 MiB).
  */
 export interface OperationCompleted {
   answer: string;
