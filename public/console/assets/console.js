@@ -25,11 +25,6 @@ consoleSession.onUnauthorized = (path) => {
   if (path !== '/console/session') signedOut('Your session ended: sign in again.');
 };
 
-function setFieldError(input, errorEl, message) {
-  errorEl.textContent = message;
-  input.setAttribute('aria-invalid', message ? 'true' : 'false');
-}
-
 function signedIn(session) {
   consoleSession.csrfToken = session.csrf_token;
   $('merchant-name').textContent = session.merchant_name;

@@ -1,6 +1,7 @@
 // The console's session, shared by its pages (loaded first; classic scripts share one global scope):
 // requests to this origin with the session cookie (set HttpOnly by the server at sign-in) and the
-// CSRF token the session answers, held here only (never in storage, never in a URL), and signing out.
+// CSRF token the session answers, held here only (never in storage, never in a URL), signing out,
+// and a field's error message.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -28,6 +29,12 @@ async function api(method, path, body, headers = {}) {
   }
   if (response.status === 401) consoleSession.onUnauthorized(path);
   return { status: response.status, ok: response.ok, json, msg: json && typeof json.msg === 'string' ? json.msg : `HTTP ${response.status}` };
+}
+
+// A form field's message, and whether assistive technology reads the field as invalid.
+function setFieldError(input, errorEl, message) {
+  errorEl.textContent = message;
+  input.setAttribute('aria-invalid', message ? 'true' : 'false');
 }
 
 // The Sign out button: ends the session on the server, then the page shows it (`after`).

@@ -23,11 +23,6 @@ function signedOut() {
 // Signing in again happens on the batch page.
 bindSignOut(() => location.assign('/console'));
 
-function setFieldError(input, errorEl, message) {
-  errorEl.textContent = message;
-  input.setAttribute('aria-invalid', message ? 'true' : 'false');
-}
-
 const money = (minor) => `$${(Number(minor) / 100).toFixed(2)}`;
 const when = (iso) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, '') : '—');
 const words = (value) => String(value).replaceAll('_', ' ');
