@@ -11,7 +11,7 @@ import { CLAIMED_STATUS } from '../../storage/ledger-shard';
 import { locateTransaction } from '../transactions/engine';
 import { shardFor } from '../transactions/ledger';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
-import { queuedReceipt, receiptAddress, receiptFacts, receiptId, receiptKindOf } from './facts';
+import { movedMoney, queuedReceipt, receiptAddress, receiptFacts, receiptId, receiptKindOf } from './facts';
 import type { ReceiptStateView } from '../../schemas/receipts';
 import { MAX_RECEIPTS_PER_TRANSACTION, type ReceiptState } from './shard';
 
@@ -84,6 +84,9 @@ export async function resendReceipt(
   const kind: ReceiptKind | null = record.status === 'voided' ? 'void' : receiptKindOf(record.type);
   if (record.response !== 'approved' || kind === null) {
     return { ok: false, reason: 'no_receipt', message: `transaction is ${String(record.status)}: only an approved transaction has a receipt` };
+  }
+  if (!movedMoney(record)) {
+    return { ok: false, reason: 'no_receipt', message: `transaction ${String(record.id)} moved no money (amount 0): it has no receipt` };
   }
   const to = request.to ?? receiptAddress(record);
   if (to === null) {
