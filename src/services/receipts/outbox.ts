@@ -27,11 +27,14 @@ import { budgetLimits, budgetName, effectiveLimits, PACE_SHARDS, recipientHash, 
 import { applyOutcome, attempted, classify, describe, nextDay, nextMinute, type SendOutcome } from './outcomes';
 import { renderReceipt, type ReceiptMerchant, type ReceiptMessage } from './render';
 
+/** Pace shards one run may take its sends from. */
+const PACE_TRIES = 2;
 /**
- * Calls a run makes besides its sends: the merchant (D1), the pace's grant and its give-back, the
- * budget's admission and its give-back. Each is a subrequest of the alarm's invocation.
+ * Calls a run makes besides its sends: the merchant (D1), the pace's grants and give-backs (up to
+ * PACE_TRIES each), the budget's admission and its give-back. Each is a subrequest of the alarm's
+ * invocation.
  */
-export const RUN_OVERHEAD_CALLS = 5;
+export const RUN_OVERHEAD_CALLS = 1 + 2 * PACE_TRIES + 2;
 /**
  * Sends one run may make: the Email Service's binding allows EMAIL_SERVICE.subrequestsPerRequest
  * (50) subrequests per request, sends included; 40 sends and the run's other calls stay under it
@@ -87,8 +90,6 @@ export const emailTransport = {
 
 export function receiptSenderDeps(env: Env, clock: Clock): ReceiptSenderDeps {
   const perMinute = sendsPerMinute(env.RECEIPT_SENDS_PER_MINUTE);
-  // Each pace shard grants its share; a run asks one at random, so a merchant's runs draw on all.
-  const paceShard = env.RECEIPT_PACE.getByName(`pace/${Math.floor(Math.random() * PACE_SHARDS)}`);
   const perShard = Math.max(1, Math.floor(perMinute / PACE_SHARDS));
   return {
     send: (message) => emailTransport.send(env.RECEIPT_EMAIL, message),
@@ -96,10 +97,7 @@ export function receiptSenderDeps(env: Env, clock: Clock): ReceiptSenderDeps {
       const found = await findReceiptMerchant(env.DB, merchantId);
       return found ? { name: found.name, settings: found.settings, limits: budgetLimits(effectiveLimits(found.limits, perMinute)) } : null;
     },
-    pace: {
-      take: (now, wanted) => paceShard.take(now, wanted, perShard),
-      giveBack: (now, unused) => paceShard.giveBack(now, unused),
-    },
+    pace: paceOf(env.RECEIPT_PACE, perShard),
     budget: (merchantId, now) => {
       const stub = env.RECEIPT_BUDGET.getByName(budgetName(merchantId, now));
       return { admit: (at, limits, recipients) => stub.admit(at, limits, recipients), release: (at, recipients) => stub.release(at, recipients) };
@@ -108,6 +106,39 @@ export function receiptSenderDeps(env: Env, clock: Clock): ReceiptSenderDeps {
     retryDelaysSeconds: retryDelays(env.RECEIPT_RETRY_DELAYS),
     clock,
     jitterMs: () => Math.floor(Math.random() * JITTER_MS),
+  };
+}
+
+/**
+ * The pace as one run takes it: from a shard chosen at random (so a merchant's runs draw on every
+ * share), and when that share is short for the minute, the rest from the next shard: at most
+ * PACE_TRIES calls to take and as many to give back. Sends not made go back to the shards they came
+ * from, the last first.
+ */
+function paceOf(namespace: Env['RECEIPT_PACE'], perShard: number): ReceiptSenderDeps['pace'] {
+  const first = Math.floor(Math.random() * PACE_SHARDS);
+  const taken: { shard: number; count: number }[] = [];
+  const stub = (shard: number) => namespace.getByName(`pace/${shard}`);
+  return {
+    async take(now, wanted) {
+      let granted = 0;
+      for (let k = 0; k < Math.min(PACE_TRIES, PACE_SHARDS) && granted < wanted; k++) {
+        const shard = (first + k) % PACE_SHARDS;
+        const count = await stub(shard).take(now, wanted - granted, perShard);
+        if (count > 0) taken.push({ shard, count });
+        granted += count;
+      }
+      return granted;
+    },
+    async giveBack(now, unused) {
+      let left = unused;
+      for (const part of [...taken].reverse()) {
+        if (left <= 0) break;
+        const count = Math.min(left, part.count);
+        await stub(part.shard).giveBack(now, count);
+        left -= count;
+      }
+    },
   };
 }
 
