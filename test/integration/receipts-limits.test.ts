@@ -286,8 +286,8 @@ describe("the budget's storage", () => {
 describe("a file's receipts at the documented pace", () => {
   it('sends every receipt of a 2,000-row file, 40 a run, no faster than the pace, the counts showing queued and sent as it goes', async () => {
     const shop = await receiptMerchant('Pace Shop');
-    // A big merchant's budgets: the whole service's pace for itself.
-    await setReceiptLimits(shop.id, { daily: 1_000_000, per_minute: 600 });
+    // A big merchant's budgets, more than the service's pace: only the pace holds it.
+    await setReceiptLimits(shop.id, { daily: 1_000_000, per_minute: 100_000 });
     const start = Date.parse('2032-04-01T00:00:00.000Z');
     const shard = await seedReceiptBatch(shop, 2_000, start);
     const ledger = env.LEDGER_SHARD.getByName(shard);
@@ -309,10 +309,11 @@ describe("a file's receipts at the documented pace", () => {
     expect(await ledger.receiptCounts({ merchantId: shop.id, name: shard } as never)).toEqual({ queued: 0, sent: 2_000, failed: 0 });
     expect(midway).toMatchObject({ failed: 0 });
     expect((midway as { queued: number }).queued).toBeGreaterThan(0);
-    // Never more than the service's RECEIPT_SENDS_PER_MINUTE (600) in a minute, and 2,000 in at most 6 minutes.
+    // Never more than the service's RECEIPT_SENDS_PER_MINUTE (600) in a minute, and near it: 2,000 in
+    // at most 4 minutes (measured: 600, 540, 540, 320 in about 3 minutes, 52 runs), the rate
+    // docs/receipts.md gives for a 500,000-row file (about 14 to 16 hours).
     expect(Math.max(...perMinute.values())).toBeLessThanOrEqual(600);
     const minutes = (at - first) / 60_000;
-    expect(minutes).toBeLessThanOrEqual(6);
-    console.log(JSON.stringify({ event: 'receipt_pace', receipts: 2_000, runs: runs + 1, simulated_minutes: Number(minutes.toFixed(2)) }));
+    expect(minutes).toBeLessThanOrEqual(4);
   }, 120_000);
 });
