@@ -644,6 +644,16 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "section": "Sending one again"
   },
   {
+    "method": "PATCH",
+    "path": "/admin/merchants/demo0000000000000000",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"receipt_limits\": {\"daily\": 500000, \"per_minute\": 600}}",
+    "source": "curl -s -X PATCH http://localhost:8787/admin/merchants/demo0000000000000000 \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"receipt_limits\": {\"daily\": 500000, \"per_minute\": 600}}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"demo0000000000000000\",…,\"receipt_limits\":{\"daily\":500000,\"per_minute\":600,\"per_recipient\":10},…}}",
+    "page": "docs/receipts",
+    "section": "Budgets"
+  },
+  {
     "method": "POST",
     "path": "/api/filebatch",
     "query": "",

@@ -10,7 +10,7 @@
  * Why a sketch rather than a row per recipient: a row per recipient would grow with the merchant's
  * transactions (10 million a day at the design point), in one object. The sketch's size is fixed
  * when the day's first receipt is counted, from the merchant's daily budget (`widthFor`), so it does
- * not grow with anything after: at most DEPTH × 2 × MAX_WIDTH bytes (64 MiB), 16 KiB for the default
+ * not grow with anything after: at most DEPTH × 2 × MAX_WIDTH bytes (64 MiB), 64 KiB for the default
  * budget. A sketch never counts a recipient low (the limit always holds); it may count one high when
  * other recipients share both its counters. With `width` ≥ the daily budget a counter holds at
  * most one receipt of others on average, so a row's counter reaches the per-recipient limit L
