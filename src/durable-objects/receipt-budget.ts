@@ -7,7 +7,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
-import { admitReceipts, budgetUsage, RECEIPT_BUDGET_SCHEMA, releaseReceipts, type BudgetLimits, type BudgetVerdict, type RecipientHash } from '../storage/receipt-budget';
+import { admitReceipts, budgetUsage, RECEIPT_BUDGET_SCHEMA, recipientCount, releaseReceipts, type BudgetLimits, type BudgetVerdict, type RecipientHash } from '../storage/receipt-budget';
 
 /** Kept this long after its day ends (a run that began before midnight may still give back), then emptied. */
 const KEEP_AFTER_DAY_MS = 3_600_000;
@@ -32,6 +32,11 @@ export class ReceiptBudget extends DurableObject<Env> {
   /** Gives back receipts admitted and not sent (the Email Service put them off for its own limits). */
   async release(now: string, recipients: readonly RecipientHash[]): Promise<void> {
     this.ctx.storage.transactionSync(() => releaseReceipts(this.#sql(), now, recipients));
+  }
+
+  /** The receipts counted for one recipient today (a resend asks before it is queued). */
+  async recipient(hash: RecipientHash): Promise<number> {
+    return recipientCount(this.#sql(), hash);
   }
 
   /** The receipts counted for the day so far. */

@@ -177,6 +177,12 @@ export function releaseReceipts(sql: SqlStorage, now: string, recipients: readon
   writeBudgetMeta(sql, meta);
 }
 
+/** How many receipts the merchant's day has counted for this recipient (never fewer than it got), counting nothing. */
+export function recipientCount(sql: SqlStorage, recipient: RecipientHash): number {
+  const meta = readBudgetMeta(sql);
+  return meta ? new Sketch(sql, meta.width).estimate(recipient) : 0;
+}
+
 /** The day's counts as the admin API answers them. */
 export function budgetUsage(sql: SqlStorage): { day: string | null; sent: number } {
   const meta = readBudgetMeta(sql);

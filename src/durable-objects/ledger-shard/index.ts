@@ -175,9 +175,9 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   /** Queues a receipt sent on request, and arms the alarm with it. */
-  async queueResend(_shard: ShardIdentity, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }): Promise<ResendOutcome> {
+  async queueResend(_shard: ShardIdentity, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }, refusal: string | null = null): Promise<ResendOutcome> {
     this.#upgrade();
-    const outcome = queueResendIn(this.ctx.storage.sql, entry, pages);
+    const outcome = queueResendIn(this.ctx.storage.sql, entry, pages, refusal);
     if (outcome.outcome === 'queued') await armReceipts(this.ctx.storage, [{ page: null, entries: [entry] }]);
     return outcome;
   }

@@ -87,16 +87,19 @@ export const MAX_RECEIPTS_PER_TRANSACTION = 10;
 export type ResendOutcome =
   | { outcome: 'queued'; receipt: ReceiptState }
   | { outcome: 'replayed'; receipt: ReceiptState }
-  | { outcome: 'limit'; count: number };
+  | { outcome: 'limit'; count: number }
+  /** Not queued: the recipient has had its receipts from the merchant today (the message says so). */
+  | { outcome: 'refused'; message: string };
 
 /**
  * Queues a receipt sent on request (POST /api/transaction/{id}/receipt): numbered after the
  * transaction's receipts so far; a request key seen before answers that receipt again.
  */
-export function queueResendIn(sql: SqlStorage, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }): ResendOutcome {
+export function queueResendIn(sql: SqlStorage, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }, refusal: string | null = null): ResendOutcome {
   const existing = outboxEntriesFor(sql, [entry.transactionId], pages);
   const same = entry.requestKey === null ? undefined : existing.find((e) => e.requestKey === entry.requestKey);
   if (same) return { outcome: 'replayed', receipt: stateOf(same) };
+  if (refusal !== null) return { outcome: 'refused', message: refusal };
   if (existing.length >= MAX_RECEIPTS_PER_TRANSACTION) return { outcome: 'limit', count: existing.length };
   const numbered: ReceiptEntry = { ...entry, id: `${entry.id}:${existing.length + 1}` };
   queueReceipts(sql, [{ page: entry.transactionId, entries: [numbered] }]);
