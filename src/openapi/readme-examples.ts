@@ -49,7 +49,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false,\"receipts\":{\"queued\":…,\"sent\":…,\"failed\":0}}",
     "page": "README",
     "section": "2. Run a batch file: upload, status, download"
   },
@@ -689,7 +689,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false,\"receipts\":{\"queued\":…,\"sent\":…,\"failed\":0}}",
     "page": "docs/batch",
     "section": "A quick tour"
   },

@@ -14,7 +14,10 @@ import { authenticateKey } from '../../src/services/merchants';
 import { emailTransport, receiptSenderDeps, runReceiptOutbox, SENDS_PER_RUN } from '../../src/services/receipts/outbox';
 import { recipientHash } from '../../src/services/receipts/budget';
 import { resendReceipt } from '../../src/services/receipts/receipts';
+import { retentionWaits } from '../../src/services/receipts/shard';
 import { processTransactions } from '../../src/services/transactions/engine';
+import { shardFor } from '../../src/services/transactions/ledger';
+import { initialiseShard } from '../../src/storage/ledger-shard';
 import { DEPTH, PAGE_COUNTERS, widthFor, type RecipientHash } from '../../src/storage/receipt-budget';
 import { admin, call, type Envelope, type TestMerchant } from '../helpers/api';
 import { csv, uploadOk, waitForStatus } from '../helpers/batch';
@@ -326,4 +329,23 @@ describe("a file's receipts at the documented pace", () => {
     const minutes = (at - first) / 60_000;
     expect(minutes).toBeLessThanOrEqual(5);
   }, 120_000);
+});
+
+describe("the shard's alarm", () => {
+  it('leaves due retention to an alarm of its own after a run that sent (sends count in the binding\'s 50 subrequests)', async () => {
+    const past = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10);
+    const today = new Date().toISOString().slice(0, 10);
+    const due = shardFor(env, { kind: 'api', merchantId: 'retentionmerchant', day: past }, `${past}T00:00:00.000Z`).identity;
+    const fresh = shardFor(env, { kind: 'api', merchantId: 'retentionmerchant', day: today }, `${today}T00:00:00.000Z`).identity;
+    const sent = { sent: 3, failed: 0, postponed: 0, retrying: 0, nextRunAt: null };
+    const idle = { ...sent, sent: 0 };
+    const decide = (identity: typeof due) =>
+      runInDurableObject(env.LEDGER_SHARD.getByName(`${identity.name}/probe`), (_instance, state) => {
+        initialiseShard(state.storage.sql, identity);
+        return [retentionWaits(state.storage.sql, sent, Date.now()), retentionWaits(state.storage.sql, idle, Date.now())];
+      });
+    // Its request hashes were due to be cleared 48 hours after its day began: not in the run's invocation.
+    expect(await decide(due)).toEqual([true, false]);
+    expect(await decide(fresh)).toEqual([false, false]);
+  });
 });

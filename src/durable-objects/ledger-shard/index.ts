@@ -40,7 +40,7 @@ import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
 // receipts (issue 32): the outbox's RPC answers live in services/receipts.
 import { receiptSenderDeps, runReceiptOutbox, type OutboxRun } from '../../services/receipts/outbox';
-import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
+import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, retentionWaits, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { systemClock } from '../../lib/time';
 
@@ -149,6 +149,8 @@ export class LedgerShard extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     // receipts (issue 32): the receipts due go first; then the alarm is set for whatever comes next.
     const receipts = await this.runReceipts();
+    // A run that sent leaves due retention to the next alarm, at once: sends count in the Email binding's 50 subrequests.
+    if (retentionWaits(this.ctx.storage.sql, receipts, Date.now())) return this.ctx.storage.setAlarm(Date.now());
     const retention = await this.runRetention(new Date().toISOString());
     // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
     if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt); // receipts (issue 32)

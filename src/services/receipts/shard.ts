@@ -10,7 +10,8 @@
  */
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { insertOutboxRow, outboxCounts, outboxEntriesFor } from '../../storage/receipt-outbox';
-import { noteWrite, shardAlarmAt } from './outbox';
+import { readMeta } from '../../storage/ledger-shard';
+import { noteWrite, shardAlarmAt, type OutboxRun } from './outbox';
 
 /** Receipts to queue, by the page of the records they are for (a batch chunk's page, or a transaction id). */
 export interface ReceiptGroup {
@@ -51,6 +52,16 @@ export function armReceipts(storage: DurableObjectStorage, groups: readonly Rece
   if (known !== undefined && known >= now - ARM_BEHIND_MS && known <= now + ARM_AHEAD_MS) return Promise.resolve();
   armedAt.set(storage, now);
   return storage.setAlarm(now);
+}
+
+/**
+ * Whether the alarm should leave retention to an alarm of its own: the run made sends, which the
+ * Email binding counts in its 50 subrequests a request, and retention (R2 and D1 calls) is due.
+ */
+export function retentionWaits(sql: SqlStorage, run: OutboxRun, now: number): boolean {
+  const meta = readMeta(sql);
+  if (!meta || run.sent + run.failed + run.retrying === 0) return false;
+  return [meta.hashesClearAt, meta.archiveAt].some((at) => at !== null && Date.parse(at) <= now);
 }
 
 /** Sets the shard's alarm for whichever comes first: the outbox's next run, clearing hashes, archiving. */
