@@ -27,14 +27,15 @@ import { budgetLimits, budgetName, effectiveLimits, PACE_SHARDS, recipientHash, 
 import { applyOutcome, attempted, classify, describe, nextDay, nextMinute, type SendOutcome } from './outcomes';
 import { renderReceipt, type ReceiptMerchant, type ReceiptMessage } from './render';
 
-/** Pace shards one run may take its sends from. */
-const PACE_TRIES = 2;
+/** Pace shards one run may take its sends from: a minute ends for a run only when three in a row are spent. */
+const PACE_TRIES = 3;
+/** Pace shards one run gives unsent sends back to (the latest it took from); the rest stay spent for the minute. */
+const PACE_GIVE_BACKS = 2;
 /**
- * Calls a run makes besides its sends: the merchant (D1), the pace's grants and give-backs (up to
- * PACE_TRIES each), the budget's admission and its give-back. Each is a subrequest of the alarm's
- * invocation.
+ * Calls a run makes besides its sends: the merchant (D1), the pace's grants and give-backs, the
+ * budget's admission and its give-back. Each is a subrequest of the alarm's invocation.
  */
-export const RUN_OVERHEAD_CALLS = 1 + 2 * PACE_TRIES + 2;
+export const RUN_OVERHEAD_CALLS = 1 + PACE_TRIES + PACE_GIVE_BACKS + 2;
 /**
  * Sends one run may make: the Email Service's binding allows EMAIL_SERVICE.subrequestsPerRequest
  * (50) subrequests per request, sends included; 40 sends and the run's other calls stay under it
@@ -111,9 +112,9 @@ export function receiptSenderDeps(env: Env, clock: Clock): ReceiptSenderDeps {
 
 /**
  * The pace as one run takes it: from a shard chosen at random (so a merchant's runs draw on every
- * share), and when that share is short for the minute, the rest from the next shard: at most
- * PACE_TRIES calls to take and as many to give back. Sends not made go back to the shards they came
- * from, the last first.
+ * share), and when that share is short for the minute, the rest from the next shards: at most
+ * PACE_TRIES calls to take. Sends not made go back to the shards they came from, the last first, at
+ * most PACE_GIVE_BACKS calls (what is not given back only leaves the minute a little short).
  */
 function paceOf(namespace: Env['RECEIPT_PACE'], perShard: number): ReceiptSenderDeps['pace'] {
   const first = Math.floor(Math.random() * PACE_SHARDS);
@@ -132,7 +133,7 @@ function paceOf(namespace: Env['RECEIPT_PACE'], perShard: number): ReceiptSender
     },
     async giveBack(now, unused) {
       let left = unused;
-      for (const part of [...taken].reverse()) {
+      for (const part of [...taken].reverse().slice(0, PACE_GIVE_BACKS)) {
         if (left <= 0) break;
         const count = Math.min(left, part.count);
         await stub(part.shard).giveBack(now, count);
