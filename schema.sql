@@ -56,14 +56,16 @@ CREATE TABLE IF NOT EXISTS merchant_receipt_settings (
   updated_at TEXT NOT NULL
 ) WITHOUT ROWID;
 
--- Receipts sent per UTC minute, across every ledger shard (RECEIPT_SENDS_PER_MINUTE): the pace that
--- keeps the Email Service account under its daily sending limit (docs/receipts.md, "At the limit").
--- `granted` is the last grant (set and read by the same statement). Rows older than an hour are
--- deleted as new ones come: about 60 rows.
-CREATE TABLE IF NOT EXISTS receipt_send_minutes (
-  minute TEXT PRIMARY KEY,
-  sent INTEGER NOT NULL,
-  granted INTEGER NOT NULL DEFAULT 0
+-- A merchant's receipt budgets, set by the operator (admin API `receipt_limits`; docs/receipts.md,
+-- "Budgets"): receipts a UTC day, a UTC minute, and to one recipient a day. NULL takes the default.
+-- The counts themselves live in a ReceiptBudget object per merchant and day, not here. (The
+-- service-wide pace is kept in ReceiptPace objects; the former `receipt_send_minutes` table is unused.)
+CREATE TABLE IF NOT EXISTS merchant_receipt_limits (
+  merchant_id TEXT PRIMARY KEY,
+  daily INTEGER,
+  per_minute INTEGER,
+  per_recipient INTEGER,
+  updated_at TEXT NOT NULL
 ) WITHOUT ROWID;
 
 -- == BIN data (BIN lookup) ===================================================================

@@ -65,6 +65,10 @@ export function demoMerchantSql(now = new Date().toISOString()) {
     `INSERT OR IGNORE INTO merchant_receipt_settings (merchant_id, city, region, country, website, support_email, support_phone, refund_policy, updated_at)
      VALUES (${quote(DEMO.merchantId)}, 'Chicago', 'IL', 'US', 'https://demo-merchant.example', 'support@demo-merchant.example', '+1 312 555 0100',
        'Returns within 30 days for a full refund to the card used.', ${quote(now)});`,
+    // Its receipt budgets: the service's whole pace and a big file's day, so the bench's files with
+    // receipts send as fast as the service allows (docs/receipts.md, "Budgets"); kept if changed since.
+    `INSERT OR IGNORE INTO merchant_receipt_limits (merchant_id, daily, per_minute, per_recipient, updated_at)
+     VALUES (${quote(DEMO.merchantId)}, 1000000, 600, NULL, ${quote(now)});`,
   ].join('\n');
 }
 

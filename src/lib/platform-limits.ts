@@ -116,6 +116,13 @@ export const QUEUES = {
  * (docs/receipts.md, "At the limit").
  */
 export const EMAIL_SERVICE = {
+  /**
+   * The Workers binding's subrequests per request, send operations included (the limits page's
+   * "Workers binding limits" table, beside 50 ms CPU and 128 MB). Whether that row means Free plans
+   * only is not said, so the sender keeps under it on every plan: a run is one alarm invocation with
+   * at most RECEIPT_SENDS_PER_RUN (40) sends and a few calls besides.
+   */
+  subrequestsPerRequest: 50,
   /** Recipients of one message, to, cc and bcc combined (a receipt has one). */
   recipientsPerMessage: 50,
   subjectChars: 998,

@@ -49,7 +49,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false,\"receipts\":{\"queued\":…,\"sent\":…,\"failed\":0}}",
     "page": "README",
     "section": "2. Run a batch file: upload, status, download"
   },
@@ -644,6 +644,16 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "section": "Sending one again"
   },
   {
+    "method": "PATCH",
+    "path": "/admin/merchants/demo0000000000000000",
+    "query": "",
+    "contentType": "application/json",
+    "body": "{\"receipt_limits\": {\"daily\": 500000, \"per_minute\": 600}}",
+    "source": "curl -s -X PATCH http://localhost:8787/admin/merchants/demo0000000000000000 \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"receipt_limits\": {\"daily\": 500000, \"per_minute\": 600}}'\n# → {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"demo0000000000000000\",…,\"receipt_limits\":{\"daily\":500000,\"per_minute\":600,\"per_recipient\":10},…}}",
+    "page": "docs/receipts",
+    "section": "Budgets"
+  },
+  {
     "method": "POST",
     "path": "/api/filebatch",
     "query": "",
@@ -679,7 +689,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": null,
     "body": null,
-    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false}",
+    "source": "curl -s -H \"Authorization: $SECRET\" http://localhost:8787/api/filebatch/$ID\n# → {\"id\":\"bat_…\",\"user_id\":\"demo0000000000000000\",\"file_name\":\"batch-sample.csv\",\"status\":\"completed\",\"num_lines\":5,\"processed_lines\":5,\"created_at\":\"…\",\"updated_at\":\"…\",\"paused\":false,\"receipts\":{\"queued\":…,\"sent\":…,\"failed\":0}}",
     "page": "docs/batch",
     "section": "A quick tour"
   },

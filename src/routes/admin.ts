@@ -11,16 +11,17 @@ import { findMerchant } from '../storage/merchants';
 import { DEFAULT_CUTOFF } from '../services/settlement/cutoff';
 import { setSettlementCutoff, settleMerchantNow, settlementCutoff } from '../services/settlement/runs';
 import { receiptSettings, setReceiptSettings } from '../services/receipts/settings';
+import { merchantReceiptLimits } from '../services/receipts/budget';
 
 export const admin = new Hono<AppEnv>();
 
 admin.post('/merchants', validate('json', merchantCreateSchema), async (c) => {
-  const { settlement_cutoff: cutoff, receipt_settings: receipts, ...input } = c.req.valid('json');
+  const { settlement_cutoff: cutoff, receipt_settings: receipts, receipt_limits: limits, ...input } = c.req.valid('json');
   const { merchant, secretKey, publicKey } = await createMerchant(c.env, input, systemClock);
   const settlementCutoff = cutoff === undefined ? DEFAULT_CUTOFF : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
   const receiptSettingsNow = receipts === undefined ? await receiptSettings(c.env.DB, merchant.id) : await setReceiptSettings(c.env.DB, merchant.id, receipts, systemClock);
   return c.json(
-    success({ ...merchant, receipt_settings: receiptSettingsNow, settlement_cutoff: settlementCutoff, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }),
+    success({ ...merchant, receipt_settings: receiptSettingsNow, receipt_limits: await merchantReceiptLimits(c.env, merchant.id, limits, systemClock), settlement_cutoff: settlementCutoff, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }),
     201,
   );
 });
@@ -32,6 +33,7 @@ admin.get('/merchants/:id', validate('param', idParamSchema), async (c) => {
     success({
       ...merchant,
       receipt_settings: await receiptSettings(c.env.DB, merchant.id),
+      receipt_limits: await merchantReceiptLimits(c.env, merchant.id, undefined, systemClock),
       settlement_cutoff: await settlementCutoff(c.env, merchant.id),
       tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id),
     }),
@@ -39,13 +41,13 @@ admin.get('/merchants/:id', validate('param', idParamSchema), async (c) => {
 });
 
 admin.patch('/merchants/:id', validate('param', idParamSchema), validate('json', merchantPatchSchema), async (c) => {
-  const { settlement_cutoff: cutoff, receipt_settings: receipts, ...changes } = c.req.valid('json');
+  const { settlement_cutoff: cutoff, receipt_settings: receipts, receipt_limits: limits, ...changes } = c.req.valid('json');
   const merchant = await changeMerchant(c.env, c.req.valid('param').id, changes, systemClock);
   if (!merchant) throw new AppError('not_found', 'merchant not found');
   const settlementCutoffNow = cutoff === undefined ? await settlementCutoff(c.env, merchant.id) : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
   const receiptSettingsNow = receipts === undefined ? await receiptSettings(c.env.DB, merchant.id) : await setReceiptSettings(c.env.DB, merchant.id, receipts, systemClock);
   return c.json(
-    success({ ...merchant, receipt_settings: receiptSettingsNow, settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }),
+    success({ ...merchant, receipt_settings: receiptSettingsNow, receipt_limits: await merchantReceiptLimits(c.env, merchant.id, limits, systemClock), settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }),
   );
 });
 

@@ -18,6 +18,7 @@ import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderS
 import { batchLimits } from '../services/batches/limits';
 import { controlBatch, type BatchAction } from '../services/batches/control';
 import { getBatch, listBatches } from '../services/batches/records';
+import { batchReceiptCounts } from '../services/receipts/receipts';
 import { openPartialDownload, type PartialDownloadOutcome } from '../services/batches/partial-results';
 import { openDownload } from '../services/batches/results';
 import { acceptUpload, type UploadedBatch, type UploadOptions, type UploadSource } from '../services/batches/upload';
@@ -49,7 +50,9 @@ export const filebatch = new Hono<AppEnv>()
   .get('/:id', validate('param', batchIdParamSchema), async (c) => {
     const batch = await getBatch(c.env, c.get('caller').merchantId, c.req.valid('param').id);
     if (!batch) throw new AppError('not_found', 'batch not found');
-    return c.json(batch);
+    // Its email receipts by state, once a row asked for one (docs/receipts.md): one call to the batch's shard.
+    const receipts = await batchReceiptCounts(c.env, c.get('caller').merchantId, batch);
+    return c.json(receipts.queued + receipts.sent + receipts.failed > 0 ? { ...batch, receipts } : batch);
   })
   .get('/:id/download', validate('param', batchIdParamSchema), validate('query', downloadQuerySchema), async (c) => {
     const id = c.req.valid('param').id;

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { PROCESSOR_TYPES } from './admin';
 import { timestampSchema } from './envelope';
-import { receiptSettingsSchema } from './receipts';
+import { receiptLimitsSchema, receiptSettingsSchema } from './receipts';
 
 export const merchantSchema = z
   .strictObject({
@@ -12,6 +12,7 @@ export const merchantSchema = z
     surcharge_rate_bps: z.int().min(0).max(10_000).meta({ description: '300 = 3.00%' }),
     max_credit_amount: z.int().min(0).meta({ description: 'The largest unreferenced credit, in minor units; 0 refuses them. Default 100000.' }),
     receipt_settings: receiptSettingsSchema,
+    receipt_limits: receiptLimitsSchema,
     settlement_cutoff: z.string().meta({ description: 'UTC time of day (HH:MM) its day ends: what it captured before then settles. Default 00:00.', example: '00:00' }),
     tokenizer_origins: z.array(z.string()).meta({
       description: 'Origins whose pages may frame the hosted tokenizer (docs/tokenizer.md); none by default.',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { containsCardNumber } from '../lib/card-number';
-import { receiptSettingsInputSchema } from './receipts';
+import { receiptLimitsInputSchema, receiptSettingsInputSchema } from './receipts';
 import { tokenizerOriginsField } from './tokenizer';
 
 export const merchantCreateSchema = z.strictObject({
@@ -21,6 +21,8 @@ export const merchantCreateSchema = z.strictObject({
   settlement_cutoff: z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, 'must be a UTC time of day, HH:MM').optional(),
   /** What its email receipts show besides its name (docs/receipts.md). */
   receipt_settings: receiptSettingsInputSchema.optional(),
+  /** How many receipts it may send: a day, a minute, to one address a day (docs/receipts.md, "Budgets"). */
+  receipt_limits: receiptLimitsInputSchema.optional(),
 });
 
 export const merchantPatchSchema = merchantCreateSchema.partial().extend({

@@ -1,6 +1,7 @@
 /** What the batch endpoints answer. */
 import { z } from 'zod';
 import { successEnvelopeSchema, timestampSchema } from './envelope';
+import { receiptCountsSchema } from './receipts';
 
 export const BATCH_STATUSES = ['pending', 'queued', 'processing', 'completed', 'failed'] as const;
 
@@ -25,6 +26,9 @@ export const batchRecordSchema = z
     }),
     failure_reason: z.string().optional().meta({
       description: 'Only on a `failed` batch: why (`cancelled by the merchant` after POST /api/filebatch/{id}/cancel).',
+    }),
+    receipts: receiptCountsSchema.optional().meta({
+      description: 'Only on GET /api/filebatch/{id}, once a row asked for an email receipt: how many are queued, sent and failed now (docs/receipts.md).',
     }),
   })
   .meta({

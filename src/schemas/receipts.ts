@@ -101,3 +101,26 @@ export const receiptCountsSchema = z
     failed: z.int().min(0),
   })
   .meta({ id: 'ReceiptCounts', description: "The batch's email receipts by state (rows with email_receipt true that were approved)." });
+
+/** A merchant's receipt budgets as the admin API takes them (docs/receipts.md, "Budgets"): null goes back to the default. */
+export const receiptLimitsInputSchema = z
+  .strictObject({
+    daily: z.int('must be an integer').min(0, 'must be 0 or more').max(10_000_000, 'must be at most 10000000').nullable().optional().meta({
+      description: 'Receipts the merchant may send in a UTC day (default 10000); past it, the rest wait for the next day. 0 holds all its receipts.',
+    }),
+    per_minute: z.int('must be an integer').min(1, 'must be 1 or more').max(100_000, 'must be at most 100000').nullable().optional().meta({
+      description: "Receipts the merchant may send in a UTC minute (default a quarter of the service's RECEIPT_SENDS_PER_MINUTE).",
+    }),
+    per_recipient: z.int('must be an integer').min(1, 'must be 1 or more').max(1_000, 'must be at most 1000').nullable().optional().meta({
+      description: 'Receipts one address may get from the merchant in a UTC day, resends included (default 10); past it a receipt fails.',
+    }),
+  })
+  .meta({ id: 'ReceiptLimitsInput', description: "The merchant's receipt budgets. Fields left out keep their value; null goes back to the default." });
+
+export const receiptLimitsSchema = z
+  .strictObject({
+    daily: z.int().min(0),
+    per_minute: z.int().min(1),
+    per_recipient: z.int().min(1),
+  })
+  .meta({ id: 'ReceiptLimits', description: "The merchant's receipt budgets in force (docs/receipts.md, \"Budgets\")." });

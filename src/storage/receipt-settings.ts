@@ -35,16 +35,28 @@ export async function findReceiptSettings(db: D1Database, merchantId: string): P
   return toSettings(await db.prepare('SELECT * FROM merchant_receipt_settings WHERE merchant_id = ?1').bind(merchantId).first<SettingsRow>());
 }
 
-/** A merchant's name and receipt settings, in one query (the sender's read, once per run); null for an unknown merchant. */
-export async function findReceiptMerchant(db: D1Database, merchantId: string): Promise<{ name: string; settings: ReceiptSettings } | null> {
+/**
+ * A merchant's name, receipt settings and receipt limits (NULL: the default), in one query (the
+ * sender's read, once per run); null for an unknown merchant.
+ */
+export async function findReceiptMerchant(
+  db: D1Database,
+  merchantId: string,
+): Promise<{ name: string; settings: ReceiptSettings; limits: { daily: number | null; per_minute: number | null; per_recipient: number | null } } | null> {
   const row = await db
     .prepare(
-      `SELECT m.name AS name, s.* FROM merchants m LEFT JOIN merchant_receipt_settings s ON s.merchant_id = m.id WHERE m.id = ?1`,
+      `SELECT m.name AS name, s.*, l.daily AS limit_daily, l.per_minute AS limit_per_minute, l.per_recipient AS limit_per_recipient
+       FROM merchants m LEFT JOIN merchant_receipt_settings s ON s.merchant_id = m.id LEFT JOIN merchant_receipt_limits l ON l.merchant_id = m.id
+       WHERE m.id = ?1`,
     )
     .bind(merchantId)
-    .first<SettingsRow & { name: string }>();
+    .first<SettingsRow & { name: string; limit_daily: number | null; limit_per_minute: number | null; limit_per_recipient: number | null }>();
   if (!row) return null;
-  return { name: row.name, settings: row.merchant_id === null ? { ...EMPTY_RECEIPT_SETTINGS } : toSettings(row) };
+  return {
+    name: row.name,
+    settings: row.merchant_id === null ? { ...EMPTY_RECEIPT_SETTINGS } : toSettings(row),
+    limits: { daily: row.limit_daily, per_minute: row.limit_per_minute, per_recipient: row.limit_per_recipient },
+  };
 }
 
 /**

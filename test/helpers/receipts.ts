@@ -6,6 +6,7 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { vi } from 'vitest';
+import { PACE_SHARDS } from '../../src/services/receipts/budget';
 import { emailTransport } from '../../src/services/receipts/outbox';
 import { admin, type TestMerchant } from './api';
 
@@ -97,4 +98,17 @@ export function slowSends(ms: number): () => void {
   return () => {
     delayMs = 0;
   };
+}
+
+/** Spends the whole service's pace for the minute of `at`: every ReceiptPace shard grants its share and more. */
+export async function spendPace(at: Date | number, perShard = 1_000_000): Promise<void> {
+  const now = new Date(at).toISOString();
+  for (let i = 0; i < PACE_SHARDS; i++) await env.RECEIPT_PACE.getByName(`pace/${i}`).take(now, perShard, perShard);
+}
+
+/** Sets the merchant's receipt budgets through the admin API (null: the default); answers them. */
+export async function setReceiptLimits(merchantId: string, limits: Record<string, number | null>): Promise<Record<string, number>> {
+  const response = await admin('PATCH', `/admin/merchants/${merchantId}`, { receipt_limits: limits });
+  if (response.status !== 200) throw new Error(`receipt_limits not set: ${response.status} ${await response.text()}`);
+  return (await response.json<{ data: { receipt_limits: Record<string, number> } }>()).data.receipt_limits;
 }

@@ -60,6 +60,11 @@ describe('a batch file with email_receipt on every row', () => {
       expect(summary.status).toBe(200);
       expect((await summary.json<{ data: Record<string, unknown> }>()).data).toMatchObject({ approved: 97, declined: 3, receipts: { queued: 0, sent: 97, failed: 0 } });
 
+      // The batch's status answers them too, for an API client.
+      const state = await call('GET', `/api/filebatch/${id}`, { key: shop.secretKey });
+      expect(state.status).toBe(200);
+      expect((await state.json<Record<string, unknown>>()).receipts).toEqual({ queued: 0, sent: 97, failed: 0 });
+
       // The event carries the counts as they were when the batch ended (some may still have been queued).
       const delivered = await vi.waitFor(
         async () => {

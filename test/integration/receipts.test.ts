@@ -13,7 +13,7 @@ import { apiShardName } from '../helpers/ledger';
 import { findSecrets } from '../helpers/leak-scan';
 import { ISSUER_DECLINE_CARDS } from '../helpers/sandbox';
 import { captureLogsOfEachTest } from '../helpers/logs';
-import { address, failNextSends, mailTo, outboxRows, receiptMerchant, runReceipts, SETTINGS, slowSends } from '../helpers/receipts';
+import { address, failNextSends, mailTo, outboxRows, receiptMerchant, runReceipts, SETTINGS, slowSends, spendPace } from '../helpers/receipts';
 
 type TxRecord = Record<string, unknown> & { id: string; auth_code: string | null };
 type Receipt = { id: string; kind: string; to: string; status: string; attempts: number; queued_at: string; next_attempt_at: string | null; sent_at: string | null; failed_at: string | null; last_error: string | null };
@@ -292,8 +292,12 @@ describe('the outbox', () => {
     const [waiting] = await receiptsOf(tx.id);
     const midnight = new Date(at);
     midnight.setUTCHours(24, 0, 0, 0);
-    expect(waiting).toMatchObject({ status: 'queued', attempts: 0, next_attempt_at: midnight.toISOString(), last_error: expect.stringContaining('E_DAILY_LIMIT_EXCEEDED') });
-    await sendNow(shop, midnight);
+    // At the next UTC midnight, spread over its first 20 seconds (every shard is put off to it).
+    expect(waiting).toMatchObject({ status: 'queued', attempts: 0, last_error: expect.stringContaining('E_DAILY_LIMIT_EXCEEDED') });
+    const next = Date.parse(waiting?.next_attempt_at ?? '');
+    expect(next).toBeGreaterThanOrEqual(midnight.getTime());
+    expect(next).toBeLessThan(midnight.getTime() + 20_000);
+    await sendNow(shop, next);
     expect(await mailTo(to)).toHaveLength(1);
   });
 });
@@ -308,11 +312,16 @@ describe('the pace', () => {
     // Its alarm was armed with it, ran (nothing due yet), and is now set for the receipt.
     await vi.waitFor(async () => expect(await runInDurableObject(env.LEDGER_SHARD.getByName(shard), (_i, state) => state.storage.getAlarm())).toBe(at), { timeout: 10_000 });
 
-    // Every shard together has sent this minute's 600 already.
-    await env.DB.prepare('INSERT INTO receipt_send_minutes (minute, sent) VALUES (?1, 600) ON CONFLICT (minute) DO UPDATE SET sent = 600').bind('2031-03-04T05:06').run();
-    expect(await runReceipts(shard, at)).toMatchObject({ sent: 0, nextRunAt: '2031-03-04T05:07:00.000Z' });
+    // Every shard together has sent this minute's 600 already: each pace shard's share is spent.
+    await spendPace(at);
+    const waiting = await runReceipts(shard, at);
+    expect(waiting).toMatchObject({ sent: 0 });
     expect(await mailTo(to)).toEqual([]);
-    expect(await runReceipts(shard, Date.parse('2031-03-04T05:07:00.000Z'))).toMatchObject({ sent: 1, nextRunAt: null });
+    // The next minute, spread over its first 20 seconds (the shards put off come back apart).
+    const next = Date.parse(waiting.nextRunAt ?? '');
+    expect(next).toBeGreaterThanOrEqual(Date.parse('2031-03-04T05:07:00.000Z'));
+    expect(next).toBeLessThan(Date.parse('2031-03-04T05:07:20.000Z'));
+    expect(await runReceipts(shard, next)).toMatchObject({ sent: 1, nextRunAt: null });
     expect(await mailTo(to)).toHaveLength(1);
   });
 });

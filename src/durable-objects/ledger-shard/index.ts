@@ -41,7 +41,7 @@ import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
 // The receipt outbox's RPC answers live in services/receipts, so the shard's files hold one call each.
 import { receiptSenderDeps, runReceiptOutbox, type OutboxRun } from '../../services/receipts/outbox';
-import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
+import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, retentionWaits, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { systemClock } from '../../lib/time';
 
@@ -150,6 +150,8 @@ export class LedgerShard extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     // The receipts due go first (a customer waits for them); then the alarm is set for whatever comes next.
     const receipts = await this.runReceipts();
+    // A run that sent leaves due retention to the next alarm, at once: sends count in the Email binding's 50 subrequests.
+    if (retentionWaits(this.ctx.storage.sql, receipts, Date.now())) return this.ctx.storage.setAlarm(Date.now());
     const retention = await this.runRetention(new Date().toISOString());
     // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
     if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt);
@@ -176,9 +178,9 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   /** Queues a receipt sent on request, and arms the alarm with it. */
-  async queueResend(_shard: ShardIdentity, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }): Promise<ResendOutcome> {
+  async queueResend(_shard: ShardIdentity, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }, refusal: string | null = null): Promise<ResendOutcome> {
     this.#upgrade();
-    const outcome = queueResendIn(this.ctx.storage.sql, entry, pages);
+    const outcome = queueResendIn(this.ctx.storage.sql, entry, pages, refusal);
     if (outcome.outcome === 'queued') await armReceipts(this.ctx.storage, [{ page: null, entries: [entry] }]);
     return outcome;
   }

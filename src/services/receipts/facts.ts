@@ -6,6 +6,8 @@
  *   approved sale, authorize or credit with email_receipt true   a receipt of its kind
  *   approved refund or void of such a transaction                 a receipt of its own
  *   declined or failed, capture                                   nothing
+ *   no money moved: a zero-amount authorization, a verification,  nothing (a receipt for nothing is
+ *   or the void of either                                         only a message to an address)
  *
  * The recipient is `email_address` (a vault customer's email when the request named none), else
  * `billing_email`; a request with the flag and neither is refused before it is charged.
@@ -96,14 +98,23 @@ export function queuedReceipt(input: { id: string; transactionId: string; kind: 
   };
 }
 
-/** The receipts a set of just-completed records asks for: approved, flagged, with an address. */
+/**
+ * Whether the transaction moved money, so has something to give a receipt for: a zero-amount
+ * authorization or a verification moves none (nor does its void); without this rule receipts would
+ * be a free relay for whatever text the sender writes in `description`, to any address.
+ */
+export function movedMoney(record: TransactionRecord): boolean {
+  return receiptKindOf(record.type) !== null && money(record.amount) > 0;
+}
+
+/** The receipts a set of just-completed records asks for: approved, flagged, with an address, money moved. */
 export function receiptsForRecords(records: readonly StoredTransaction[]): ReceiptEntry[] {
   const receipts: ReceiptEntry[] = [];
   for (const stored of records) {
     const { record } = stored;
     const kind = receiptKindOf(record.type);
     const to = receiptAddress(record);
-    if (!stored.extras.email_receipt || record.response !== 'approved' || kind === null || to === null) continue;
+    if (!stored.extras.email_receipt || record.response !== 'approved' || kind === null || to === null || !movedMoney(record)) continue;
     const id = String(record.id);
     receipts.push(queuedReceipt({ id: receiptId(id, kind), transactionId: id, kind, to, at: String(record.created_at), facts: receiptFacts(stored) }));
   }
@@ -120,7 +131,8 @@ export function operationReceipt(
   result: { refund: TransactionRecord | null; amount: number; authCode: string | null; at: string },
 ): ReceiptEntry | null {
   const to = receiptAddress(original.record);
-  if (!original.extras.email_receipt || to === null || kind === 'capture') return null;
+  if (!original.extras.email_receipt || to === null || kind === 'capture' || !movedMoney(original.record)) return null;
+  if (kind === 'void' && result.amount <= 0) return null;
   if (kind === 'refund') {
     if (!result.refund) return null;
     const refund: StoredTransaction = { ...original, record: result.refund };

@@ -11,7 +11,8 @@ import { CLAIMED_STATUS } from '../../storage/ledger-shard';
 import { locateTransaction } from '../transactions/engine';
 import { shardFor } from '../transactions/ledger';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
-import { queuedReceipt, receiptAddress, receiptFacts, receiptId, receiptKindOf } from './facts';
+import { budgetName, receiptLimits, recipientHash, serviceSendsPerMinute } from './budget';
+import { movedMoney, queuedReceipt, receiptAddress, receiptFacts, receiptId, receiptKindOf } from './facts';
 import type { ReceiptStateView } from '../../schemas/receipts';
 import { MAX_RECEIPTS_PER_TRANSACTION, type ReceiptState } from './shard';
 
@@ -85,14 +86,23 @@ export async function resendReceipt(
   if (record.response !== 'approved' || kind === null) {
     return { ok: false, reason: 'no_receipt', message: `transaction is ${String(record.status)}: only an approved transaction has a receipt` };
   }
+  if (!movedMoney(record)) {
+    return { ok: false, reason: 'no_receipt', message: `transaction ${String(record.id)} moved no money (amount 0): it has no receipt` };
+  }
   const to = request.to ?? receiptAddress(record);
   if (to === null) {
     return { ok: false, reason: 'no_address', message: 'the transaction has no email_address or billing_email: give `email`' };
   }
   const at = isoTimestamp(now);
+  // An address that has had its receipts from the merchant today is told now, not by a failed receipt later.
+  const perRecipient = (await receiptLimits(env.DB, merchantId, serviceSendsPerMinute(env.RECEIPT_SENDS_PER_MINUTE))).per_recipient;
+  const got = await env.RECEIPT_BUDGET.getByName(budgetName(merchantId, at)).recipient(await recipientHash(to));
+  const refusal = got >= perRecipient ? `this address has had ${got} receipts from the merchant today, the most allowed (receipt_limits.per_recipient ${perRecipient}): try tomorrow` : null;
   const facts = receiptFacts(stored, kind === 'void' ? { referencedTransactionId: id } : {});
   const entry = queuedReceipt({ id: receiptId(id, kind), transactionId: id, kind, to, at, requestKey: request.requestKey, facts });
-  const outcome = await shard.stub.queueResend(shard.identity, entry, receiptPages(id, query));
+  // The refusal applies to a new receipt only: the same Idempotency-Key still answers the one it queued.
+  const outcome = await shard.stub.queueResend(shard.identity, entry, receiptPages(id, query), refusal);
+  if (outcome.outcome === 'refused') return { ok: false, reason: 'limit', message: outcome.message };
   if (outcome.outcome === 'limit') {
     return { ok: false, reason: 'limit', message: `this transaction has had ${outcome.count} receipts, the most one may have (${MAX_RECEIPTS_PER_TRANSACTION})` };
   }

@@ -10,7 +10,8 @@
  */
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { insertOutboxRow, outboxCounts, outboxEntriesFor } from '../../storage/receipt-outbox';
-import { noteWrite, shardAlarmAt } from './outbox';
+import { readMeta } from '../../storage/ledger-shard';
+import { noteWrite, shardAlarmAt, type OutboxRun } from './outbox';
 
 /** Receipts to queue, by the page of the records they are for (a batch chunk's page, or a transaction id). */
 export interface ReceiptGroup {
@@ -53,6 +54,16 @@ export function armReceipts(storage: DurableObjectStorage, groups: readonly Rece
   return storage.setAlarm(now);
 }
 
+/**
+ * Whether the alarm should leave retention to an alarm of its own: the run made sends, which the
+ * Email binding counts in its 50 subrequests a request, and retention (R2 and D1 calls) is due.
+ */
+export function retentionWaits(sql: SqlStorage, run: OutboxRun, now: number): boolean {
+  const meta = readMeta(sql);
+  if (!meta || run.sent + run.failed + run.retrying === 0) return false;
+  return [meta.hashesClearAt, meta.archiveAt].some((at) => at !== null && Date.parse(at) <= now);
+}
+
 /** Sets the shard's alarm for whichever comes first: the outbox's next run, clearing hashes, archiving. */
 export async function rearmShardAlarm(storage: DurableObjectStorage, nextRunAt: string | null): Promise<void> {
   const at = shardAlarmAt(storage, nextRunAt);
@@ -87,16 +98,19 @@ export const MAX_RECEIPTS_PER_TRANSACTION = 10;
 export type ResendOutcome =
   | { outcome: 'queued'; receipt: ReceiptState }
   | { outcome: 'replayed'; receipt: ReceiptState }
-  | { outcome: 'limit'; count: number };
+  | { outcome: 'limit'; count: number }
+  /** Not queued: the recipient has had its receipts from the merchant today (the message says so). */
+  | { outcome: 'refused'; message: string };
 
 /**
  * Queues a receipt sent on request (POST /api/transaction/{id}/receipt): numbered after the
  * transaction's receipts so far; a request key seen before answers that receipt again.
  */
-export function queueResendIn(sql: SqlStorage, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }): ResendOutcome {
+export function queueResendIn(sql: SqlStorage, entry: ReceiptEntry, pages: { exact: readonly string[]; floor: readonly string[] }, refusal: string | null = null): ResendOutcome {
   const existing = outboxEntriesFor(sql, [entry.transactionId], pages);
   const same = entry.requestKey === null ? undefined : existing.find((e) => e.requestKey === entry.requestKey);
   if (same) return { outcome: 'replayed', receipt: stateOf(same) };
+  if (refusal !== null) return { outcome: 'refused', message: refusal };
   if (existing.length >= MAX_RECEIPTS_PER_TRANSACTION) return { outcome: 'limit', count: existing.length };
   const numbered: ReceiptEntry = { ...entry, id: `${entry.id}:${existing.length + 1}` };
   queueReceipts(sql, [{ page: entry.transactionId, entries: [numbered] }]);
