@@ -15,7 +15,7 @@ import { emailTransport, receiptSenderDeps, runReceiptOutbox, SENDS_PER_RUN } fr
 import { recipientHash } from '../../src/services/receipts/budget';
 import { resendReceipt } from '../../src/services/receipts/receipts';
 import { retentionWaits } from '../../src/services/receipts/shard';
-import { processTransactions } from '../../src/services/transactions/engine';
+import { processTransactions } from '../../src/services/recorded';
 import { shardFor } from '../../src/services/transactions/ledger';
 import { initialiseShard } from '../../src/storage/ledger-shard';
 import { DEPTH, PAGE_COUNTERS, widthFor, type RecipientHash } from '../../src/storage/receipt-budget';
