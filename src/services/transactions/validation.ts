@@ -133,6 +133,7 @@ export function validateTransaction(input: TransactionInput, now: Date, door: 'a
   }
 
   const amounts = validateAmounts(input, fail, type === 'verification');
+  if (type && amounts) for (const error of surchargeRuleErrors(type, amounts)) fail(error.field, error.msg);
   const surchargeExempt = booleanField(input, 'surcharge_exempt', fail);
   const taxExempt = booleanField(input, 'tax_exempt', fail);
   const emailReceipt = booleanField(input, 'email_receipt', fail);
@@ -188,6 +189,26 @@ export function validateTransaction(input: TransactionInput, now: Date, door: 'a
       contact,
     },
   };
+}
+
+/**
+ * A surcharge is a fee on a purchase. Money paid to a cardholder (a credit) neither carries one nor
+ * computes one: a `surcharge` above 0 is refused, and so is `base_amount`, which asks for the
+ * merchant's surcharge rate to be added to it. The one place this rule lives: every door that
+ * creates a transaction (the native and FluidPay bodies, batch rows, subscriptions' charges) asks
+ * it with the type it is about to create. A refund's surcharge is capped by what was charged, in
+ * total across refunds, by the ledger shard when the refund is claimed.
+ */
+export function surchargeRuleErrors(type: TransactionType, amounts: Pick<AmountFields, 'surcharge' | 'baseAmount'>): RowError[] {
+  if (type !== 'credit') return [];
+  const errors: RowError[] = [];
+  if (amounts.surcharge !== null && amounts.surcharge > 0) {
+    errors.push({ field: 'surcharge', msg: 'is not allowed on a credit: a surcharge is a fee on a purchase, and a credit pays the cardholder' });
+  }
+  if (amounts.baseAmount !== null) {
+    errors.push({ field: 'base_amount', msg: 'is not allowed on a credit: base_amount asks for a surcharge to be added, and a credit carries none; give amount' });
+  }
+  return errors;
 }
 
 type Fail = (field: string, msg: string) => void;
