@@ -15,6 +15,7 @@ import { deleteUpload, R2UploadWriter, uploadKey } from '../../storage/batch-fil
 import { findBatchByUploadFingerprint, findBatchByUploadKey, findFingerprintHolder, releaseUploadKey, type BatchRow } from '../../storage/batches';
 import { batchLimits } from './limits';
 import { chunkMessages, createBatch, lifecycleDeps, startBatch } from './lifecycle';
+import { PendingUploadRecord } from './pending-uploads';
 
 /** Rows longer than this are a structural error: no valid row comes near it (49 short columns). */
 export const MAX_ROW_BYTES = 64 * 1024;
@@ -125,7 +126,11 @@ export async function uploadBatch(
   const limits = batchLimits(env);
   const id = randomId(20, 'bat_');
   const scanner = new CsvScanner({ chunkRows: limits.chunkRows, maxRowBytes: MAX_ROW_BYTES, checkHeader });
-  const writer = new R2UploadWriter(env.FILES, uploadKey(id));
+  // Known before the first byte is stored: a process that dies mid-upload leaves this record, whose
+  // alarm aborts what was written (durable-objects/pending-upload.ts).
+  const pending = new PendingUploadRecord(env, id, clock);
+  await pending.begin(uploadKey(id));
+  const writer = new R2UploadWriter(env.FILES, uploadKey(id), undefined, pending.multipartCreated);
   // The file's SHA-256, computed as it streams (the bytes are never held whole).
   const digest = new crypto.DigestStream('SHA-256');
   const digestWriter = digest.getWriter();
@@ -151,9 +156,11 @@ export async function uploadBatch(
         break;
       }
       await writer.write(bytes);
+      await pending.active();
     }
   } catch (err) {
     await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
+    await pending.end();
     throw err;
   }
   let scan = failure ? null : scanner.finish();
@@ -164,6 +171,7 @@ export async function uploadBatch(
   }
   if (failure || !scan || !scan.ok) {
     await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
+    await pending.end();
     return failure ?? { ok: false, reason: 'invalid_file', msg: scan && !scan.ok ? problemMessage(scan) : 'invalid file' };
   }
   await digestWriter.close();
@@ -172,9 +180,11 @@ export async function uploadBatch(
   const repeat = await repeatOf(env, caller, fingerprint, options, since);
   if (repeat) {
     await writer.abort();
+    await pending.end();
     return repeat;
   }
   await writer.finish();
+  await pending.active(true);
   if (options.idempotencyKey !== undefined) await releaseUploadKey(env.DB, caller.merchantId, options.idempotencyKey, since);
 
   const now = isoTimestamp(clock());
@@ -211,19 +221,25 @@ export async function uploadBatch(
       const winner = await keyWinner();
       if (!winner) throw err;
       await deleteUpload(env.FILES, id);
+      await pending.end();
       return keyedRepeat(winner, fingerprint);
     }
-    if (created) break;
+    if (created) {
+      await pending.end();
+      break;
+    }
     // Another upload of the same bytes made its batch first (its fingerprint claim stood): under the
     // same key this one repeats it, without it is the 409 a later upload would get.
     const winner = await keyWinner();
     const holder = winner ? null : await findFingerprintHolder(env.DB, caller.merchantId, fingerprint);
     if (winner || holder !== null) {
       await deleteUpload(env.FILES, id);
+      await pending.end();
       return winner ? keyedRepeat(winner, fingerprint) : duplicateOf(holder ?? '');
     }
     if (attempt >= 2) {
       await deleteUpload(env.FILES, id);
+      await pending.end();
       throw new Error('the duplicate window of this file changed hands twice while it was uploaded');
     }
   }
