@@ -11,6 +11,7 @@
  * `billing_email`; a request with the flag and neither is refused before it is charged.
  */
 import type { RowError, TransactionRecord } from '../../schemas/transaction-columns';
+import { emailAddressProblem } from '../../schemas/text-fields';
 import type { StoredTransaction } from '../../storage/ledger-shard';
 import type { ReceiptEntry, ReceiptFacts, ReceiptKind } from '../../storage/receipt-outbox';
 
@@ -138,8 +139,6 @@ export function operationReceipt(
   });
 }
 
-const EMAIL = /^[^\s@"<>,;]+@[^\s@"<>,;]+\.[^\s@"<>,;]+$/;
-
 /**
  * A request with email_receipt true must have somewhere to send it: email_address, a vault
  * customer's email, or billing_email (then a well-formed one: it becomes the recipient). Checked
@@ -150,7 +149,7 @@ export function receiptAddressError(request: { emailReceipt: boolean; emailAddre
   if (request.billingEmail === null) {
     return { field: 'email_receipt, email_address', msg: 'email_receipt is true but there is no address to send the receipt to: give email_address (or billing_email)' };
   }
-  if (request.billingEmail.length > 254 || !EMAIL.test(request.billingEmail)) {
+  if (emailAddressProblem(request.billingEmail) !== null) {
     return { field: 'billing_email', msg: 'must be a well-formed email address: it receives the receipt (email_receipt is true, no email_address)' };
   }
   return null;
