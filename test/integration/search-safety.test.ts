@@ -56,3 +56,26 @@ describe('signed search cursors', () => {
     expect(second.json.data).toHaveLength(1);
   });
 });
+
+describe('search date ranges', () => {
+  it('accept the widest range, 0000-01-01 to 9999-12-31, for created_at, captured_at and settled_at; a reversed one names the real limit', async () => {
+    const shop = await createMerchant({ name: 'Wide Window' });
+    const created = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/39', amount: 1000 } });
+    expect(created.status).toBe(201);
+    await created.body?.cancel();
+    const wide = { start_date: '0000-01-01T00:00:00Z', end_date: '9999-12-31T23:59:59Z' };
+    const all = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { created_at: wide } });
+    expect(all.status).toBe(200);
+    expect(await all.json()).toMatchObject({ total_count: 1, window: { start_date: '0000-01-01T00:00:00.000Z', end_date: '9999-12-31T23:59:59.999Z' } });
+    for (const field of ['captured_at', 'settled_at']) {
+      const answer = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { [field]: wide } });
+      expect(answer.status, field).toBe(200);
+      await answer.body?.cancel();
+    }
+    const endOnly = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { created_at: { end_date: '9999-12-31T23:59:59Z' } } });
+    expect(await endOnly.json()).toMatchObject({ window: { end_date: '9999-12-31T23:59:59.999Z' } });
+    const reversed = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { created_at: { start_date: '2026-02-01T00:00:00Z', end_date: '2026-01-01T00:00:00Z' } } });
+    expect(reversed.status).toBe(400);
+    expect(await reversed.json()).toMatchObject({ msg: 'created_at.start_date: must be before end_date (dates run from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z)' });
+  });
+});
