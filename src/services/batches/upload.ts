@@ -7,6 +7,7 @@ import { maskCardNumbersIn } from '../../lib/card-number';
 import { randomId, toHex } from '../../lib/crypto';
 import { derivedHmacKey } from '../../lib/derived-keys';
 import { CsvScanner, problemMessage } from '../../lib/batch-csv';
+import { ContentNormalizer } from '../../lib/content-normalizer';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { UploadedBatch } from '../../schemas/filebatch-response';
 import type { ChunkMessage } from '../../schemas/queue';
@@ -131,7 +132,9 @@ export async function uploadBatch(
   const pending = new PendingUploadRecord(env, id, clock);
   await pending.begin(uploadKey(id));
   const writer = new R2UploadWriter(env.FILES, uploadKey(id), undefined, pending.multipartCreated);
-  // The file's SHA-256, computed as it streams (the bytes are never held whole).
+  // The file's SHA-256, computed as it streams (the bytes are never held whole), over its content:
+  // without a BOM, with LF line endings, without its final line ending (lib/content-normalizer.ts).
+  const normalizer = new ContentNormalizer();
   const digest = new crypto.DigestStream('SHA-256');
   const digestWriter = digest.getWriter();
   // A refused file leaves the digest unfinished; its promise then rejects, and nobody else awaits it.
@@ -140,7 +143,8 @@ export async function uploadBatch(
   let failure: UploadOutcome | null = null;
   try {
     for await (const bytes of source.bytes) {
-      await digestWriter.write(bytes);
+      const normalized = normalizer.push(bytes);
+      if (normalized.length > 0) await digestWriter.write(normalized);
       size += bytes.length;
       if (size > limits.maxBytes) {
         failure = { ok: false, reason: 'too_large', msg: `the file exceeds the limit of ${limits.maxBytes} bytes` };
@@ -174,6 +178,8 @@ export async function uploadBatch(
     await pending.end();
     return failure ?? { ok: false, reason: 'invalid_file', msg: scan && !scan.ok ? problemMessage(scan) : 'invalid file' };
   }
+  const rest = normalizer.finish();
+  if (rest.length > 0) await digestWriter.write(rest);
   await digestWriter.close();
   const fingerprint = await uploadFingerprint(env, await digest.digest);
   const since = isoTimestamp(new Date(clock().getTime() - UPLOAD_REPEAT_WINDOW_MS));
