@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ContentNormalizer } from '../../src/lib/content-normalizer';
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 /** The normalised text of `text` sent in chunks of `size` bytes. */
 function normalised(text: string | Uint8Array, size: number): string {
