@@ -30,16 +30,17 @@ export function hasMisleadingCharacters(value: string): boolean {
 
 /** Why `value` is not an email address this service sends to or stores, or null. */
 export function emailAddressProblem(value: string): string | null {
-  if (value.length > MAX_EMAIL_LENGTH || hasMisleadingCharacters(value) || !EMAIL.test(value)) return EMAIL_MESSAGE;
+  // A card number first: written with invisible separators, it is still a card number, and that is what the client must hear.
   if (containsCardNumber(value)) return CARD_NUMBER_MESSAGE;
+  if (value.length > MAX_EMAIL_LENGTH || hasMisleadingCharacters(value) || !EMAIL.test(value)) return EMAIL_MESSAGE;
   return null;
 }
 
 /** Why `value` is not acceptable free text (a description, an address line, a note) of at most `max` characters, or null. */
 export function freeTextProblem(value: string, max: number): string | null {
   if (value.length > max) return `must be at most ${max} characters`;
-  if (hasMisleadingCharacters(value)) return MISLEADING_MESSAGE;
   if (containsCardNumber(value)) return CARD_NUMBER_MESSAGE;
+  if (hasMisleadingCharacters(value)) return MISLEADING_MESSAGE;
   return null;
 }
 
