@@ -15,11 +15,20 @@ const require = createRequire(import.meta.url);
 /** wrangler's CLI entry, run with this same Node (22, from the `node` devDependency). */
 export const runWrangler = join(dirname(require.resolve('wrangler/package.json')), 'bin', 'wrangler.js');
 
-/** No internet here: skip the Request.cf download (and its warning), and wrangler's telemetry. */
+/**
+ * No internet here: skip the Request.cf download (and its warning), and wrangler's telemetry.
+ * X_LOCAL_OBSERVABILITY=false: wrangler dev's local observability store (a SQLite trace store under
+ * .wrangler/state/v3/observability/) records every request's URL as sent, in a log row's message and
+ * a span's `url.full`, whatever wrangler.toml's [observability] says (it honours neither
+ * `invocation_logs = false` nor `traces.enabled = false`): a card number typed into a path would be
+ * kept whole there. With it off nothing is stored; the masked terminal and the app's request log
+ * stay (docs/security.md, "Card numbers in URL paths").
+ */
 export const localEnv = {
   ...process.env,
   CLOUDFLARE_CF_FETCH_ENABLED: 'false',
   WRANGLER_SEND_METRICS: 'false',
+  X_LOCAL_OBSERVABILITY: 'false',
 };
 
 /** The demo merchant that `npm run dev` seeds; the curl examples of the README and docs pages use these keys. */

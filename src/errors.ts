@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from './env';
+import { ClientAbortError } from './lib/body-reader';
 import { redactDigits, redactUrlPart } from './lib/redact';
 import type { FailedEnvelope, FieldError, SuccessEnvelope } from './schemas/envelope';
 
@@ -101,6 +102,11 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
     return c.json(failed(msg), err.status as ContentfulStatusCode);
   }
   const requestId = c.get('requestId') ?? 'unknown';
+  if (err instanceof ClientAbortError) {
+    // Nobody is left to read the answer; 499 (nginx's "client closed request") marks it in the request log.
+    console.log(JSON.stringify({ level: 'info', event: 'client_aborted', request_id: requestId, path: redactUrlPart(new URL(c.req.url).pathname), bytes_read: err.bytesRead }));
+    return c.body(null, 499 as ContentfulStatusCode);
+  }
   // A message may quote input, and input may hold card data: digits are redacted before logging.
   console.error(
     JSON.stringify({

@@ -15,6 +15,7 @@ export { LedgerShard } from './durable-objects/ledger-shard';
 export { MerchantSettlement } from './durable-objects/merchant-settlement';
 export { ReceiptBudget } from './durable-objects/receipt-budget';
 export { ReceiptPace } from './durable-objects/receipt-pace';
+export { PendingUpload } from './durable-objects/pending-upload';
 export { SandboxAcquirer } from './durable-objects/sandbox-acquirer';
 export { SearchDay } from './durable-objects/search/day';
 export { SearchDirectory } from './durable-objects/search/directory';

@@ -26,7 +26,7 @@ import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
 import { isoTimestamp } from '../lib/time';
 import { batchExpired, batchTransitioned, lifecycleDeps, type LifecycleDeps } from '../services/batches/lifecycle';
-import { batchLimits } from '../services/batches/limits';
+import { batchLimits, STALL_GIVE_UP_HOURS } from '../services/batches/limits';
 import {
   cancelledAfterPause,
   hasEnded,
@@ -245,9 +245,9 @@ export class BatchProgress extends DurableObject<Env> {
 
   /**
    * The stall watchdog: every bit of progress pushes the alarm back, so when it fires the batch has
-   * made none for BATCH_STALL_MINUTES. The first time, the chunks sent but not recorded are sent
-   * again (their messages may have been lost) and the window is filled (or started, if the upload's
-   * start was lost); the second time, the batch fails. While paused the alarm is the pause limit
+   * made none for BATCH_STALL_MINUTES. Each time, the chunks sent but not recorded are sent again
+   * (their messages may have died with a process) and the window is filled (or started, if the
+   * upload's start was lost); after STALL_GIVE_UP_HOURS with no progress, the batch fails. While paused the alarm is the pause limit
    * instead: a batch still paused BATCH_RETENTION_DAYS after it was paused is cancelled.
    */
   override async alarm(): Promise<void> {
@@ -261,7 +261,7 @@ export class BatchProgress extends DurableObject<Env> {
       else await this.#transition('failed', cancelledAfterPause(days));
       return;
     }
-    if (!state.requeued) {
+    if (Date.now() < Date.parse(state.updatedAt) + STALL_GIVE_UP_HOURS * 3_600_000) {
       markRequeued(this.ctx.storage.sql);
       const resent = await resendUnrecorded(this.ctx.storage.sql, this.#lifecycle, state.batchId);
       const sent = await this.#dispatch();
@@ -271,7 +271,7 @@ export class BatchProgress extends DurableObject<Env> {
       return;
     }
     const minutes = batchLimits(this.env).stallMinutes;
-    await this.#transition('failed', `no progress for ${minutes} minutes, even after re-enqueueing the missing chunks`);
+    await this.#transition('failed', `no progress for ${STALL_GIVE_UP_HOURS} hours, though the chunks not recorded were re-sent every ${minutes} minutes`);
   }
 
   /**

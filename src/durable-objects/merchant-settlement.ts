@@ -185,7 +185,9 @@ export class MerchantSettlement extends DurableObject<Env> {
     await this.#arm(new Date(now), undefined, SETTLE_NOW_TAKEOVER_MS);
     const mine = run.endAt >= now;
     if (step.finished && mine) return { done: true, progressed: true, batches: step.batches, failed: step.failed };
-    return { done: false, progressed: step.progressed || step.finished, batches: mine ? readBatches(sql, currentRun(sql)?.touched ?? []) : [], failed: step.failed };
+    // An earlier run finished by this step: its batches are this request's work too (runs.ts gathers them).
+    const batches = mine ? readBatches(sql, currentRun(sql)?.touched ?? []) : step.finished ? step.batches : [];
+    return { done: false, progressed: step.progressed || step.finished, batches, failed: step.failed };
   }
 
   /**

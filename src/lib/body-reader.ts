@@ -18,6 +18,18 @@ export class BodyTooLargeError extends Error {
   }
 }
 
+/**
+ * The request body broke off before its end: the client went away (closed the connection, aborted
+ * the upload). workerd reports it as an Error "Network connection lost."; it is the client's doing,
+ * logged as a client abort (errors.ts answers 499), never as a server error.
+ */
+export class ClientAbortError extends Error {
+  override name = 'ClientAbortError';
+  constructor(readonly bytesRead: number) {
+    super('the client closed the connection before the request body ended');
+  }
+}
+
 export class BodyReader {
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
   readonly #limit: number;
@@ -36,7 +48,15 @@ export class BodyReader {
   /** The next chunk, or null at the end of the body. Throws BodyTooLargeError once past the limit. */
   async read(): Promise<Uint8Array | null> {
     if (this.#ended) return null;
-    const { done, value } = await this.#reader.read();
+    let next: ReadableStreamReadResult<Uint8Array>;
+    try {
+      next = await this.#reader.read();
+    } catch {
+      // Only the request body is read here: its stream fails when the client's connection does.
+      this.#ended = true;
+      throw new ClientAbortError(this.#bytesRead);
+    }
+    const { done, value } = next;
     if (done) {
       this.#ended = true;
       return null;

@@ -142,6 +142,8 @@ function answerOperation(c: Context<AppEnv>, outcome: OperationOutcome) {
       throw new AppError('gone', outcome.message);
     case 'amount':
       throw new AppError('bad_request', outcome.message, [{ field: 'amount', msg: outcome.message }]);
+    case 'surcharge':
+      throw new AppError('bad_request', outcome.message, [{ field: 'surcharge', msg: outcome.message.replace(/^surcharge: /, '') }]);
     case 'in_progress':
       throw new AppError('conflict', outcome.message, undefined, { 'Retry-After': '1' });
     case 'wrong_state':

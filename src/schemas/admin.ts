@@ -1,18 +1,12 @@
 import { z } from 'zod';
-import { containsCardNumber } from '../lib/card-number';
 import { receiptLimitsInputSchema, receiptSettingsInputSchema } from './receipts';
+import { nameField } from './text-fields';
 import { tokenizerOriginsField } from './tokenizer';
 
 export const merchantCreateSchema = z.strictObject({
-  name: z
-    .string()
-    .trim()
-    .min(1, 'is required')
-    .max(100, 'must be at most 100 characters')
-    // Stored, answered, and the user_name of every transaction record: never a card number.
-    .refine((name) => !containsCardNumber(name), 'must not contain a card number')
-    // The From name and the subject of its email receipts: nothing that could end a header line.
-    .refine((name) => !/[\u0000-\u001f\u007f\u2028\u2029]/.test(name), 'must not contain control characters or line breaks'),
+  // Stored, answered, the user_name of every transaction record, the From name and the subject of
+  // its email receipts: a name's one rule (no card number, nothing that ends a header line or misleads).
+  name: nameField(100),
   enhanced_bin_lookup: z.boolean().optional(),
   surcharge_rate_bps: z.int('must be an integer').min(0, 'must be 0 or more').max(10_000, 'must be at most 10000').optional(),
   /** Minor units; 0 refuses unreferenced credits. Default DEFAULT_MAX_CREDIT_AMOUNT. */
@@ -38,7 +32,7 @@ export const PROCESSOR_TYPES = ['sandbox'] as const;
 export type ProcessorType = (typeof PROCESSOR_TYPES)[number];
 
 export const processorCreateSchema = z.strictObject({
-  name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters').refine((name) => !containsCardNumber(name), 'must not contain a card number'),
+  name: nameField(100),
   type: z.enum(PROCESSOR_TYPES, `must be one of: ${PROCESSOR_TYPES.join(', ')}`).default('sandbox'),
   is_default: z.boolean('must be true or false').default(false),
 });

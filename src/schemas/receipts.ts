@@ -3,7 +3,7 @@
  * as a transaction's record shows it, a resend's body, a batch's receipts counted.
  */
 import { z } from 'zod';
-import { containsCardNumber } from '../lib/card-number';
+import { emailAddressField, freeTextProblem } from './text-fields';
 import { timestampSchema } from './envelope';
 
 /** Kinds of receipt, after what the card networks print as the transaction type. */
@@ -13,25 +13,21 @@ export type ReceiptKind = (typeof RECEIPT_KINDS)[number];
 export const RECEIPT_STATUSES = ['queued', 'sent', 'failed'] as const;
 export type ReceiptStatus = (typeof RECEIPT_STATUSES)[number];
 
-/** Characters that could end a header line or hide text: refused in whatever a receipt shows. */
-const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/;
-
 /** Free text a receipt shows: no control character (no line break into a header), no card number. */
 function receiptText(max: number) {
   return z
     .string('must be a string')
     .trim()
     .min(1, 'must not be empty (null clears it)')
-    .max(max, `must be at most ${max} characters`)
-    .refine((value) => !CONTROL.test(value), 'must not contain control characters or line breaks')
-    .refine((value) => !containsCardNumber(value), 'must not contain a card number');
+    .superRefine((value, ctx) => {
+      // Free text's one rule (schemas/text-fields.ts): nothing that ends a header line or misleads a reader.
+      const problem = freeTextProblem(value, max);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
 }
 
-/**
- * An email address that becomes a header (To, Reply-To): zod's address pattern takes letters,
- * digits and `_'+-.` before the @ and a domain after it, so no line break, name or second address fits.
- */
-export const emailAddressField = z.email('must be a well-formed email address').max(254, 'must be at most 254 characters');
+/** An email address that becomes a header (To, Reply-To): the one address rule (schemas/text-fields.ts). */
+export { emailAddressField };
 
 export const receiptSettingsInputSchema = z
   .strictObject({

@@ -3,6 +3,7 @@ import { isValidRoutingNumber } from '../lib/aba';
 import { containsCardNumber } from '../lib/card-number';
 import { TEMP_TOKEN_PATTERN } from './tokenizer';
 import { cardNumberField, expirationField } from './tokenizer';
+import { emailAddressField, freeTextField } from './text-fields';
 
 /** binbatch's ids and FluidPay's wider alphabet (letters, digits, ".", "-", "_", "^"; UUIDs). */
 export const CUSTOMER_ID_PATTERN = /^[A-Za-z0-9._^-]{1,40}$/;
@@ -115,19 +116,10 @@ export const paymentMethodSchema = z
   });
 
 const flagsField = z.array(z.enum(['surcharge_exempt'], 'unknown flag (known: surcharge_exempt)')).max(10);
-const descriptionField = z
-  .string()
-  .max(255, 'must be at most 255 characters')
-  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
-const emailField = z
-  .email('must be an email address')
-  .max(254, 'must be at most 254 characters')
-  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
-
-const addressText = z
-  .string('must be a string')
-  .max(255, 'must be at most 255 characters')
-  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
+// The text kinds' one rule each (schemas/text-fields.ts), as transactions, receipts and the admin API use them.
+const descriptionField = freeTextField(255);
+const emailField = emailAddressField;
+const addressText = freeTextField(255);
 
 /** FluidPay's vault address (line_1 / line_2; a transaction's address says address_line_1). */
 export const vaultAddressSchema = z

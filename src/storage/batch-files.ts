@@ -31,10 +31,14 @@ export class R2UploadWriter {
   #upload: R2MultipartUpload | null = null;
   #parts: R2UploadedPart[] = [];
 
-  constructor(bucket: R2Bucket, key: string, httpMetadata?: R2HTTPMetadata) {
+  /** Awaited once the multipart upload exists and before its first part is written (so it can be found and aborted). */
+  readonly #onMultipartCreated: ((uploadId: string) => Promise<void>) | undefined;
+
+  constructor(bucket: R2Bucket, key: string, httpMetadata?: R2HTTPMetadata, onMultipartCreated?: (uploadId: string) => Promise<void>) {
     this.#bucket = bucket;
     this.#key = key;
     this.#httpMetadata = httpMetadata;
+    this.#onMultipartCreated = onMultipartCreated;
   }
 
   async write(bytes: Uint8Array): Promise<void> {
@@ -73,7 +77,10 @@ export class R2UploadWriter {
   }
 
   async #flushPart(): Promise<void> {
-    this.#upload ??= await this.#bucket.createMultipartUpload(this.#key, this.#httpMetadata ? { httpMetadata: this.#httpMetadata } : undefined);
+    if (this.#upload === null) {
+      this.#upload = await this.#bucket.createMultipartUpload(this.#key, this.#httpMetadata ? { httpMetadata: this.#httpMetadata } : undefined);
+      await this.#onMultipartCreated?.(this.#upload.uploadId);
+    }
     const part = await this.#upload.uploadPart(this.#parts.length + 1, this.#buffer.subarray(0, this.#filled));
     this.#parts.push(part);
     this.#filled = 0;

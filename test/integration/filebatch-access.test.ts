@@ -5,6 +5,7 @@ import { call, createMerchant } from '../helpers/api';
 import { runDailyCron } from '../helpers/cron';
 import { captureLogsOfEachTest } from '../helpers/logs';
 import { type BatchRecord, CARD_HEADER, createUnqueuedBatch, csv, deliver, QUEUE_TEST_TIMEOUT, saleRows, status, uploadOk, waitForStatus } from '../helpers/batch';
+import { STALL_GIVE_UP_HOURS } from '../../src/services/batches/limits';
 
 const DAY = 86_400_000;
 
@@ -103,7 +104,7 @@ describe('stall watchdog', () => {
     expect(logs.events()).toContain('batch_stalled_requeued');
   });
 
-  it('fails a batch that still makes no progress after its chunks were re-enqueued', async () => {
+  it('re-sends the chunks as often as it stalls, and fails a batch only after STALL_GIVE_UP_HOURS without progress', async () => {
     // An object whose chunks can never be processed (no such batch in D1: consumers skip them).
     const stub = env.BATCH_PROGRESS.getByName('bat_stalled');
     await stub.init({
@@ -112,12 +113,18 @@ describe('stall watchdog', () => {
       chunks: [{ index: 0, offset: 40, length: 90, firstLine: 2, rows: 3 }],
       createdAt: new Date().toISOString(),
     });
-    expect(await runDurableObjectAlarm(stub)).toBe(true); // first: re-enqueue, alarm armed again
-    expect((await stub.snapshot())?.status).toBe('queued');
-    expect(await runDurableObjectAlarm(stub)).toBe(true); // second: give up
+    // Each stall re-sends, however many there are (a process that dies again after the re-send).
+    for (let stall = 1; stall <= 3; stall++) {
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      expect((await stub.snapshot())?.status, `stall ${stall}`).toBe('queued');
+    }
+    // Six hours without progress (the last progress moved back): the next stall gives up.
+    const longAgo = new Date(Date.now() - STALL_GIVE_UP_HOURS * 3_600_000 - 1).toISOString();
+    await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('UPDATE state SET updated_at = ?', longAgo));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await stub.snapshot()).toMatchObject({
       status: 'failed',
-      failureReason: 'no progress for 10 minutes, even after re-enqueueing the missing chunks',
+      failureReason: 'no progress for 6 hours, though the chunks not recorded were re-sent every 10 minutes',
     });
     // What is left scheduled is its retention: BATCH_RETENTION_DAYS (10) after it ended.
     const endedAt = Date.parse((await stub.snapshot())?.updatedAt ?? '');

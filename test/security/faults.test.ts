@@ -9,10 +9,11 @@
  * Faults are injected with vi.spyOn on the real bindings and the sandbox processor.
  */
 import { env } from 'cloudflare:workers';
-import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChunkMessage } from '../../src/schemas/queue';
+import { STALL_GIVE_UP_HOURS } from '../../src/services/batches/limits';
 import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, deliver, markQueuedWithoutSending, parseResult, saleRows, status } from '../helpers/batch';
@@ -298,7 +299,7 @@ describe('a batch never stays in processing', () => {
     expect(await env.FILES.head(`uploads/${id}.csv`)).toBeNull();
   });
 
-  it('lost messages: the watchdog re-sends the missing chunks, then fails a batch that still makes no progress', async () => {
+  it('lost messages: the watchdog re-sends the missing chunks at every stall, then fails a batch that made no progress for STALL_GIVE_UP_HOURS', async () => {
     const { id, messages } = await newBatch(12);
     const [first] = messages;
     if (!first) throw new Error('expected chunks');
@@ -311,7 +312,14 @@ describe('a batch never stays in processing', () => {
     const stub = env.BATCH_PROGRESS.getByName(id);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(resent.map((m) => m.chunk)).toEqual([1, 2]);
-    // ...and they are lost again: the second alarm fails the batch, saying why.
+    // ...and they are lost again (another crash): the second alarm sends them once more.
+    resent.length = 0;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(resent.map((m) => m.chunk)).toEqual([1, 2]);
+    expect((await status(merchant.secretKey, id)).status).toBe('processing');
+    // Lost every time for STALL_GIVE_UP_HOURS (the last progress moved back): the next alarm fails the batch, saying why.
+    const longAgo = new Date(Date.now() - STALL_GIVE_UP_HOURS * 3_600_000 - 1).toISOString();
+    await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('UPDATE state SET updated_at = ?', longAgo));
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const record = await status(merchant.secretKey, id);
     expect(record.status).toBe('failed');

@@ -16,6 +16,7 @@ import {
   operationCounts,
   pendingOperationOf,
   readMeta,
+  surchargeRefunded,
   upgradeShardTables,
   writeState,
   type OperationBegin,
@@ -63,6 +64,8 @@ export async function beginOperation(shard: ShardContext, identity: ShardIdentit
   }
   const check = checkOperation(request.kind, now.stored.record, now.amountRefunded, request.amount);
   if (!check.ok) return { outcome: 'refused', reason: check.reason, message: check.message } satisfies OperationBegin;
+  const surchargeProblem = refundSurchargeProblem(sql, request, now.stored.record);
+  if (surchargeProblem) return { outcome: 'refused', reason: 'surcharge', message: surchargeProblem } satisfies OperationBegin;
   const operation = {
     key: request.key,
     transactionId: request.transactionId,
@@ -158,6 +161,19 @@ export async function completeOperation(
   // The transaction as written (as it was, when the processor declined): what the search index takes next.
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };
   return { answer, current };
+}
+
+/**
+ * A refund returns at most the surcharge that was charged, in total across its refunds: checked in
+ * the claim's synchronous step, against the refunds answered so far (one operation at a time per
+ * transaction, so none is in flight). The message, or null when the refund's surcharge fits.
+ */
+function refundSurchargeProblem(sql: SqlStorage, request: OperationRequest, record: TransactionRecord): string | null {
+  if (request.kind !== 'refund' || !request.surcharge) return null;
+  const charged = Number(record.service_fee ?? 0);
+  const returned = surchargeRefunded(sql, request.transactionId);
+  if (returned + request.surcharge <= charged) return null;
+  return `surcharge: must be at most the surcharge not yet refunded (${Math.max(charged - returned, 0)} of the ${charged} charged; earlier refunds returned ${returned})`;
 }
 
 /** Drops a claimed operation its processor never received (the key may be sent again). */

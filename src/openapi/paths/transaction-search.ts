@@ -42,7 +42,7 @@ export function registerTransactionSearch(registry: Registry): void {
     },
     responses: {
       200: ok('A page of the matches, how many match, the window searched and the next page\'s cursor.', transactionSearchResponseSchema),
-      ...errors([400, 401, 413], { 400: 'A malformed filter (the message names it), a card number in a value, a cursor of another search.' }),
+      ...errors([400, 401, 413], { 400: 'A malformed filter (the message names it), a card number in a value, a cursor of another search, altered, or issued to another merchant (cursors are signed).' }),
     },
   });
   const exportRecord = successEnvelopeSchema(transactionExportStateSchema);

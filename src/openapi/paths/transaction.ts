@@ -37,7 +37,7 @@ const OPERATIONS = [
     body: refundBodySchema,
     status: 201,
     answer: 'The new refund transaction (type refund, referenced_transaction_id the original); the original becomes partially_refunded or refunded.',
-    rules: "Only once settled. `amount` ≤ what is left to refund (amount_settled − amount_refunded), default all of it; several partial refunds allowed. FluidPay's `surcharge`: the part of it that returns surcharge (the refund's service_fee).",
+    rules: "Only once settled. `amount` ≤ what is left to refund (amount_settled − amount_refunded), default all of it; several partial refunds allowed. FluidPay's `surcharge`: the part of it that returns surcharge (the refund's service_fee), at most what the refunds before it left of the surcharge charged (400 otherwise).",
   },
 ] as const;
 

@@ -12,6 +12,14 @@ export interface BatchLimits {
   stallMinutes: number;
 }
 
+/**
+ * How long a batch may go without any progress before its watchdog gives up: until then it re-sends
+ * the chunks not recorded each time it fires (every BATCH_STALL_MINUTES), however many times the
+ * processes handling them die. A bound on time, not on attempts: six hours covers a long queue or
+ * platform outage, and a batch still stuck then is failed with its rows' results kept.
+ */
+export const STALL_GIVE_UP_HOURS = 6;
+
 function positiveInt(value: string | undefined, fallback: number): number {
   const number = Number(value);
   return Number.isInteger(number) && number > 0 ? number : fallback;

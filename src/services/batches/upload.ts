@@ -7,6 +7,7 @@ import { maskCardNumbersIn } from '../../lib/card-number';
 import { randomId, toHex } from '../../lib/crypto';
 import { derivedHmacKey } from '../../lib/derived-keys';
 import { CsvScanner, problemMessage } from '../../lib/batch-csv';
+import { ContentNormalizer } from '../../lib/content-normalizer';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { UploadedBatch } from '../../schemas/filebatch-response';
 import type { ChunkMessage } from '../../schemas/queue';
@@ -15,6 +16,7 @@ import { deleteUpload, R2UploadWriter, uploadKey } from '../../storage/batch-fil
 import { findBatchByUploadFingerprint, findBatchByUploadKey, findFingerprintHolder, releaseUploadKey, type BatchRow } from '../../storage/batches';
 import { batchLimits } from './limits';
 import { chunkMessages, createBatch, lifecycleDeps, startBatch } from './lifecycle';
+import { PendingUploadRecord } from './pending-uploads';
 
 /** Rows longer than this are a structural error: no valid row comes near it (49 short columns). */
 export const MAX_ROW_BYTES = 64 * 1024;
@@ -125,8 +127,14 @@ export async function uploadBatch(
   const limits = batchLimits(env);
   const id = randomId(20, 'bat_');
   const scanner = new CsvScanner({ chunkRows: limits.chunkRows, maxRowBytes: MAX_ROW_BYTES, checkHeader });
-  const writer = new R2UploadWriter(env.FILES, uploadKey(id));
-  // The file's SHA-256, computed as it streams (the bytes are never held whole).
+  // Known before the first byte is stored: a process that dies mid-upload leaves this record, whose
+  // alarm aborts what was written (durable-objects/pending-upload.ts).
+  const pending = new PendingUploadRecord(env, id, clock);
+  await pending.begin(uploadKey(id));
+  const writer = new R2UploadWriter(env.FILES, uploadKey(id), undefined, pending.multipartCreated);
+  // The file's SHA-256, computed as it streams (the bytes are never held whole), over its content:
+  // without a BOM, with LF line endings, without its final line ending (lib/content-normalizer.ts).
+  const normalizer = new ContentNormalizer();
   const digest = new crypto.DigestStream('SHA-256');
   const digestWriter = digest.getWriter();
   // A refused file leaves the digest unfinished; its promise then rejects, and nobody else awaits it.
@@ -135,7 +143,8 @@ export async function uploadBatch(
   let failure: UploadOutcome | null = null;
   try {
     for await (const bytes of source.bytes) {
-      await digestWriter.write(bytes);
+      const normalized = normalizer.push(bytes);
+      if (normalized.length > 0) await digestWriter.write(normalized);
       size += bytes.length;
       if (size > limits.maxBytes) {
         failure = { ok: false, reason: 'too_large', msg: `the file exceeds the limit of ${limits.maxBytes} bytes` };
@@ -151,9 +160,11 @@ export async function uploadBatch(
         break;
       }
       await writer.write(bytes);
+      await pending.active();
     }
   } catch (err) {
     await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
+    await pending.end();
     throw err;
   }
   let scan = failure ? null : scanner.finish();
@@ -164,17 +175,22 @@ export async function uploadBatch(
   }
   if (failure || !scan || !scan.ok) {
     await Promise.all([writer.abort(), digestWriter.abort().catch(() => {})]);
+    await pending.end();
     return failure ?? { ok: false, reason: 'invalid_file', msg: scan && !scan.ok ? problemMessage(scan) : 'invalid file' };
   }
+  const rest = normalizer.finish();
+  if (rest.length > 0) await digestWriter.write(rest);
   await digestWriter.close();
   const fingerprint = await uploadFingerprint(env, await digest.digest);
   const since = isoTimestamp(new Date(clock().getTime() - UPLOAD_REPEAT_WINDOW_MS));
   const repeat = await repeatOf(env, caller, fingerprint, options, since);
   if (repeat) {
     await writer.abort();
+    await pending.end();
     return repeat;
   }
   await writer.finish();
+  await pending.active(true);
   if (options.idempotencyKey !== undefined) await releaseUploadKey(env.DB, caller.merchantId, options.idempotencyKey, since);
 
   const now = isoTimestamp(clock());
@@ -211,19 +227,25 @@ export async function uploadBatch(
       const winner = await keyWinner();
       if (!winner) throw err;
       await deleteUpload(env.FILES, id);
+      await pending.end();
       return keyedRepeat(winner, fingerprint);
     }
-    if (created) break;
+    if (created) {
+      await pending.end();
+      break;
+    }
     // Another upload of the same bytes made its batch first (its fingerprint claim stood): under the
     // same key this one repeats it, without it is the 409 a later upload would get.
     const winner = await keyWinner();
     const holder = winner ? null : await findFingerprintHolder(env.DB, caller.merchantId, fingerprint);
     if (winner || holder !== null) {
       await deleteUpload(env.FILES, id);
+      await pending.end();
       return winner ? keyedRepeat(winner, fingerprint) : duplicateOf(holder ?? '');
     }
     if (attempt >= 2) {
       await deleteUpload(env.FILES, id);
+      await pending.end();
       throw new Error('the duplicate window of this file changed hands twice while it was uploaded');
     }
   }

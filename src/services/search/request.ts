@@ -22,11 +22,20 @@ export interface SearchWindow {
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; field: string; message: string };
 
-/** `end` included to the end of its second (to its millisecond when it has one): the first instant after it. */
+/** The last instant a search window can name: ISO 8601 strings compare as text only up to year 9999. */
+export const LAST_INSTANT = '9999-12-31T23:59:59.999Z';
+
+/**
+ * `end` included to the end of its second (to its millisecond when it has one): the first instant
+ * after it, at most LAST_INSTANT (the instant after 9999-12-31T23:59:59 is written +010000-…, which
+ * sorts before every four-digit year and made a 0000-9999 range look reversed).
+ */
 function afterEnd(end: string): string {
-  const ms = Date.parse(end);
-  return new Date(ms + (/\.[0-9]+/.test(end) ? 1 : 1000)).toISOString();
+  const ms = Math.min(Date.parse(end) + (/\.[0-9]+/.test(end) ? 1 : 1000), Date.parse(LAST_INSTANT));
+  return new Date(ms).toISOString();
 }
+
+const REVERSED = `must be before end_date (dates run from 0000-01-01T00:00:00Z to ${LAST_INSTANT})`;
 
 function monthsBefore(at: Date, months: number): Date {
   const shifted = new Date(at);
@@ -40,7 +49,7 @@ function monthsBefore(at: Date, months: number): Date {
 export function searchWindow(range: SearchFilters['created_at'], now: Date): Parsed<SearchWindow> {
   const start = range?.start_date ? new Date(Date.parse(range.start_date)).toISOString() : null;
   const end = range?.end_date ? afterEnd(range.end_date) : null;
-  if (start !== null && end !== null && start >= end) return { ok: false, field: 'created_at.start_date', message: 'must be before end_date' };
+  if (start !== null && end !== null && start >= end) return { ok: false, field: 'created_at.start_date', message: REVERSED };
   if (start !== null) return { ok: true, value: { from: start, to: end, defaulted: false } };
   const from = monthsBefore(end === null ? now : new Date(Date.parse(end)), DEFAULT_WINDOW_MONTHS).toISOString();
   return { ok: true, value: { from, to: end, defaulted: range === undefined } };
@@ -50,7 +59,7 @@ function dateCondition(field: DateField, range: { start_date?: string | undefine
   if (!range || (!range.start_date && !range.end_date)) return { ok: true, value: null };
   const from = range.start_date ? new Date(Date.parse(range.start_date)).toISOString() : null;
   const to = range.end_date ? afterEnd(range.end_date) : null;
-  if (from !== null && to !== null && from >= to) return { ok: false, field: `${field}.start_date`, message: 'must be before end_date' };
+  if (from !== null && to !== null && from >= to) return { ok: false, field: `${field}.start_date`, message: REVERSED };
   return { ok: true, value: { kind: 'date', field, from, to } };
 }
 

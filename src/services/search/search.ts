@@ -8,7 +8,8 @@ import type { Clock } from '../../lib/time';
 import type { TransactionSearchBody } from '../../schemas/transaction-search';
 import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { runSearch } from './query';
-import { decodeCursor, encodeCursor, filtersFingerprint, searchConditions, searchWindow, type SearchWindow } from './request';
+import { openCursor, signCursor } from './cursor';
+import { filtersFingerprint, searchConditions, searchWindow, type SearchWindow } from './request';
 
 export interface SearchAnswer {
   status: 'success';
@@ -33,7 +34,7 @@ export async function searchTransactions(env: Env, merchantId: string, body: Tra
   let carried: { totalCount: number; exact: boolean } | null = null;
   let after = null;
   if (cursorText !== undefined) {
-    const cursor = decodeCursor(cursorText);
+    const cursor = await openCursor(env.CARD_DATA_KEY, merchantId, cursorText);
     if (cursor === null) return { ok: false, field: 'cursor', message: 'is not a cursor this search answered' };
     if (cursor.filters !== fingerprint) return { ok: false, field: 'cursor', message: 'was made for other filters: send the filters of the search it came from' };
     window = cursor.window;
@@ -59,7 +60,7 @@ export async function searchTransactions(env: Env, merchantId: string, body: Tra
       window: { start_date: window.from, end_date: window.to, defaulted: window.defaulted },
       limit,
       offset,
-      next_cursor: page.next === null ? null : encodeCursor({ after: page.next, window, totalCount, exact, filters: fingerprint }),
+      next_cursor: page.next === null ? null : await signCursor(env.CARD_DATA_KEY, merchantId, { after: page.next, window, totalCount, exact, filters: fingerprint }),
     },
   };
 }

@@ -28,14 +28,19 @@ export type SettleNowOutcome = { finished: true; batches: SettlementBatch[] } | 
 export async function settleMerchantNow(env: Env, merchantId: string, clock: Clock): Promise<SettleNowOutcome> {
   const now = isoTimestamp(clock());
   const object = settlementObject(env, merchantId);
-  let last = { batches: [] as SettlementBatch[], failed: 0 };
+  // Every batch a step of this request made or added to, its latest state kept: a run that a crash
+  // interrupted is finished by this request's first steps (and its batches are this request's work
+  // too) before the run ending at `now` starts, which may find nothing left.
+  const touched = new Map<string, SettlementBatch>();
+  let failed = 0;
   for (let step = 0; step < STEPS_PER_REQUEST; step++) {
     const answer = await object.settleNow(merchantId, now);
-    if (answer.done) return { finished: true, batches: answer.batches };
-    last = { batches: answer.batches, failed: answer.failed.length };
+    for (const batch of answer.batches) touched.set(batch.id, batch);
+    if (answer.done) return { finished: true, batches: [...touched.values()] };
+    failed = answer.failed.length;
     if (!answer.progressed) break;
   }
-  return { finished: false, ...last };
+  return { finished: false, batches: [...touched.values()], failed };
 }
 
 export async function searchSettlementBatches(env: Env, merchantId: string, search: BatchSearch) {

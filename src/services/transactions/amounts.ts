@@ -65,7 +65,7 @@ export function computeAmounts(
     surcharge = fields.surcharge;
     const refusal = surcharge > 0 ? surchargeRefusal(facts) : null;
     if (refusal) errors.push({ field: 'surcharge', msg: refusal });
-  } else if (fields.baseAmount !== null && facts.isCard && facts.exemption === null && facts.surchargeable === true) {
+  } else if (type !== 'credit' && fields.baseAmount !== null && facts.isCard && facts.exemption === null && facts.surchargeable === true) {
     surcharge = allowedSurcharge(fields.baseAmount, facts.rateBps, { allowed: true, maxRateBps: facts.maxRateBps }).surcharge;
   }
   if (surcharge > 0 && fields.surcharge !== null && facts.surchargeable === true && facts.maxRateBps !== null) {

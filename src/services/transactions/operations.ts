@@ -39,7 +39,7 @@ export type OperationOutcome =
   | { ok: true; status: 200 | 201; record: TransactionView; replayed: boolean }
   | {
       ok: false;
-      reason: 'not_found' | 'idempotency_conflict' | 'in_progress' | 'wrong_state' | 'amount' | 'limit' | 'declined' | 'archived';
+      reason: 'not_found' | 'idempotency_conflict' | 'in_progress' | 'wrong_state' | 'amount' | 'surcharge' | 'limit' | 'declined' | 'archived';
       message: string;
       replayed?: boolean;
     };
@@ -82,6 +82,7 @@ export async function operate(env: Env, caller: Caller, input: OperationInput, c
     // FluidPay's details are part of the request (another set under the key is a conflict).
     requestHash: await sha256Hex(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
     amount: input.amount,
+    ...(input.details?.surcharge ? { surcharge: input.details.surcharge } : {}),
     now: isoTimestamp(now),
     expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
     staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),

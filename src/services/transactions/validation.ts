@@ -9,6 +9,7 @@ import { checkExpiration, type Expiry } from '../../lib/expiry';
 import { containsCardNumber, passesLuhn } from '../../lib/card-number';
 import { INPUT_COLUMNS, type InputColumn, type RowError, type TransactionInput } from '../../schemas/transaction-columns';
 import { CUSTOMER_ID_PATTERN, PAYMENT_METHOD_ID_PATTERN } from '../../schemas/vault';
+import { emailAddressProblem, freeTextProblem, nameProblem } from '../../schemas/text-fields';
 
 export const TRANSACTION_TYPES = ['sale', 'authorize', 'credit', 'verification'] as const;
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
@@ -75,8 +76,6 @@ export const MAX_DESCRIPTION_LENGTH = 100;
 
 const REFERENCE = /^[A-Za-z0-9]{1,17}$/;
 const PROCESSOR_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const EMAIL = /^[^\s@"<>,;]+@[^\s@"<>,;]+\.[^\s@"<>,;]+$/;
-const CONTROL = /[\u0000-\u001f\u007f]/;
 const CARD_DATA_COLUMNS: ReadonlySet<InputColumn> = new Set(['cc_number', 'cc_cvc', 'ach_account_number', 'ach_routing_number']);
 
 /** Trims every field and drops empty ones: an empty CSV field means "absent". */
@@ -133,6 +132,7 @@ export function validateTransaction(input: TransactionInput, now: Date, door: 'a
   }
 
   const amounts = validateAmounts(input, fail, type === 'verification');
+  if (type && amounts) for (const error of surchargeRuleErrors(type, amounts)) fail(error.field, error.msg);
   const surchargeExempt = booleanField(input, 'surcharge_exempt', fail);
   const taxExempt = booleanField(input, 'tax_exempt', fail);
   const emailReceipt = booleanField(input, 'email_receipt', fail);
@@ -141,23 +141,20 @@ export function validateTransaction(input: TransactionInput, now: Date, door: 'a
     const value = input[field];
     if (value !== undefined && !REFERENCE.test(value)) fail(field, 'must be 1 to 17 letters or digits');
   }
-  if (input.description !== undefined) {
-    if (input.description.length > MAX_DESCRIPTION_LENGTH) {
-      fail('description', `must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-    } else if (CONTROL.test(input.description)) fail('description', 'must not contain control characters');
-  }
-  if (input.email_address !== undefined && (input.email_address.length > 254 || !EMAIL.test(input.email_address))) {
-    fail('email_address', 'must be a well-formed email address');
-  }
+  // The text kinds' one rule each (schemas/text-fields.ts), as the vault, receipts and admin API use them.
+  const text = (field: InputColumn, problem: string | null) => {
+    if (problem) fail(field, problem);
+  };
+  if (input.description !== undefined) text('description', freeTextProblem(input.description, MAX_DESCRIPTION_LENGTH));
+  if (input.email_address !== undefined) text('email_address', emailAddressProblem(input.email_address));
   if (input.processor_id !== undefined && !PROCESSOR_ID.test(input.processor_id)) {
     fail('processor_id', 'must be 1 to 64 letters, digits, "_" or "-"');
   }
   const contact = {} as Record<ContactColumn, string | null>;
   for (const column of CONTACT_COLUMNS) {
     const value = input[column];
-    if (value !== undefined && value.length > MAX_CONTACT_LENGTH) {
-      fail(column, `must be at most ${MAX_CONTACT_LENGTH} characters`);
-    } else if (value !== undefined && CONTROL.test(value)) fail(column, 'must not contain control characters');
+    const isName = column.endsWith('_first_name') || column.endsWith('_last_name') || column.endsWith('_company');
+    if (value !== undefined) text(column, (isName ? nameProblem : freeTextProblem)(value, MAX_CONTACT_LENGTH));
     contact[column] = value ?? null;
   }
 
@@ -165,7 +162,8 @@ export function validateTransaction(input: TransactionInput, now: Date, door: 'a
   // one is refused, never recorded. Card and account columns are the only places for one.
   for (const column of INPUT_COLUMNS) {
     const value = input[column];
-    if (value !== undefined && !CARD_DATA_COLUMNS.has(column) && containsCardNumber(value)) {
+    const reported = errors.some((error) => error.field === column);
+    if (value !== undefined && !reported && !CARD_DATA_COLUMNS.has(column) && containsCardNumber(value)) {
       fail(column, 'must not contain a card number');
     }
   }
@@ -188,6 +186,26 @@ export function validateTransaction(input: TransactionInput, now: Date, door: 'a
       contact,
     },
   };
+}
+
+/**
+ * A surcharge is a fee on a purchase. Money paid to a cardholder (a credit) neither carries one nor
+ * computes one: a `surcharge` above 0 is refused, and so is `base_amount`, which asks for the
+ * merchant's surcharge rate to be added to it. The one place this rule lives: every door that
+ * creates a transaction (the native and FluidPay bodies, batch rows, subscriptions' charges) asks
+ * it with the type it is about to create. A refund's surcharge is capped by what was charged, in
+ * total across refunds, by the ledger shard when the refund is claimed.
+ */
+export function surchargeRuleErrors(type: TransactionType, amounts: Pick<AmountFields, 'surcharge' | 'baseAmount'>): RowError[] {
+  if (type !== 'credit') return [];
+  const errors: RowError[] = [];
+  if (amounts.surcharge !== null && amounts.surcharge > 0) {
+    errors.push({ field: 'surcharge', msg: 'is not allowed on a credit: a surcharge is a fee on a purchase, and a credit pays the cardholder' });
+  }
+  if (amounts.baseAmount !== null) {
+    errors.push({ field: 'base_amount', msg: 'is not allowed on a credit: base_amount asks for a surcharge to be added, and a credit carries none; give amount' });
+  }
+  return errors;
 }
 
 type Fail = (field: string, msg: string) => void;
@@ -361,7 +379,7 @@ export function receiptAddressError(request: { emailReceipt: boolean; emailAddre
   if (request.billingEmail === null) {
     return { field: 'email_receipt, email_address', msg: 'email_receipt is true but there is no address to send the receipt to: give email_address (or billing_email)' };
   }
-  if (request.billingEmail.length > 254 || !EMAIL.test(request.billingEmail)) {
+  if (emailAddressProblem(request.billingEmail) !== null) {
     return { field: 'billing_email', msg: 'must be a well-formed email address: it receives the receipt (email_receipt is true, no email_address)' };
   }
   return null;

@@ -110,6 +110,22 @@ export function insertOperation(sql: SqlStorage, op: OperationRow): void {
   );
 }
 
+/**
+ * The surcharge a transaction's approved refunds have returned so far (each refund's answer holds
+ * its record, whose service_fee is the surcharge it returned). Read through the transaction's index
+ * in the same synchronous step as the claim, so two refunds cannot both return the same surcharge;
+ * at most MAX_OPERATIONS_PER_TRANSACTION rows.
+ */
+export function surchargeRefunded(sql: SqlStorage, transactionId: string): number {
+  return sql
+    .exec<{ total: number }>(
+      `SELECT COALESCE(SUM(json_extract(answer, '$.record.service_fee')), 0) AS total FROM operations INDEXED BY operations_transaction
+       WHERE transaction_id = ? AND kind = 'refund' AND answer IS NOT NULL AND json_extract(answer, '$.record.response') = 'approved'`,
+      transactionId,
+    )
+    .one().total;
+}
+
 export function answerOperation(sql: SqlStorage, key: string, answer: string): void {
   sql.exec('UPDATE operations SET answer = ? WHERE key = ?', answer, key);
 }
@@ -141,6 +157,8 @@ export interface OperationRequest {
   key: string;
   requestHash: string;
   amount: number | null;
+  /** A refund's own surcharge (the part of the refund that returns the surcharge charged), when given. */
+  surcharge?: number;
   now: string;
   /** Authorizations created before this have expired. */
   expiredBefore: string;
@@ -155,7 +173,7 @@ export type OperationBegin =
   | { outcome: 'not_found' }
   | { outcome: 'in_progress'; since: string }
   | { outcome: 'abandoned'; operation: OperationRow; record: TransactionRecord }
-  | { outcome: 'refused'; reason: 'wrong_state' | 'amount' | 'limit'; message: string };
+  | { outcome: 'refused'; reason: 'wrong_state' | 'amount' | 'limit' | 'surcharge'; message: string };
 
 /**
  * A completed operation's answer (JSON), and the transaction as this completion left it: absent
