@@ -14,11 +14,13 @@ import type { Env } from '../env';
 import { gunzipText, gzipText } from '../lib/gzip';
 import type { TransactionRecord } from '../schemas/transaction-columns';
 import { meetsAll } from '../services/search/filters';
-import { chunkPage, parseTransactionId, retentionDays } from '../services/transactions/ledger';
+import { parseTransactionId, retentionDays } from '../services/transactions/ledger';
 import { presentRecord, settle } from '../services/transactions/lifecycle-rules';
 import { findUnit, newUnitCache } from './search-day-units';
+import { restrictedKeysBelow, unitKeysAtTimes } from '../storage/search-day-keys';
 import {
   countBetween,
+  dayNeedsUpgrade,
   initialiseDay,
   insertUnit,
   markUnitSettled,
@@ -27,11 +29,6 @@ import {
   readDayMeta,
   readUnits,
   storedUnitKeys,
-  unitKeysAt,
-  unitKeysOfFloorPage,
-  unitKeysOfPage,
-  unitKeysOfShard,
-  unitKeysSettledOn,
   unitKeyString,
   unitsAt,
   unitsBefore,
@@ -46,7 +43,6 @@ import {
   type DayScanAnswer,
   type Position,
   type PresentTransaction,
-  type Restriction,
   type UnitInput,
   type UnitKey,
 } from '../storage/search-day';
@@ -70,7 +66,10 @@ function before(a: Position, b: Position): boolean {
 
 export class SearchDay extends DurableObject<Env> {
   async #ensure(identity: DayIdentity): Promise<void> {
-    if (readDayMeta(this.ctx.storage.sql)) return;
+    const meta = readDayMeta(this.ctx.storage.sql);
+    // An object made by an older build gets the newer tables and indexes on its next write.
+    if (meta && !dayNeedsUpgrade(this.ctx.storage.sql)) return;
+    if (meta) return void initialiseDay(this.ctx.storage.sql, meta);
     const deleteAt = new Date(Date.parse(`${identity.day}T00:00:00.000Z`) + (retentionDays(this.env) + 1) * DAY_MS).toISOString();
     initialiseDay(this.ctx.storage.sql, { merchantId: identity.merchantId, day: identity.day, deleteAt });
     await this.ctx.storage.setAlarm(Date.parse(deleteAt));
@@ -228,12 +227,23 @@ export class SearchDay extends DurableObject<Env> {
   }
 
   async #scan(request: DayScan): Promise<DayScanAnswer> {
+    const unfiltered = request.conditions.length === 0 && request.restrict.kind === 'all';
+    const answer = await this.#positions(request, unfiltered);
+    // With no condition every record of the window matches: the units' stored counts say how many,
+    // one index entry read per unit, at most the call's budget of them (then a lower bound).
+    if (unfiltered && request.count && readDayMeta(this.ctx.storage.sql)) {
+      const counted = countBetween(this.ctx.storage.sql, request.from, request.to, request.budget);
+      answer.count = counted.count;
+      answer.read += counted.units;
+      if (counted.units >= request.budget) answer.exact = false;
+    }
+    return answer;
+  }
+
+  async #positions(request: DayScan, unfiltered: boolean): Promise<DayScanAnswer> {
     const sql = this.ctx.storage.sql;
     const answer: DayScanAnswer = { positions: [], count: 0, exact: true, read: 0, stoppedAt: null };
     if (!readDayMeta(sql)) return answer;
-    const unfiltered = request.conditions.length === 0 && request.restrict.kind === 'all';
-    // With no condition every record of the window matches: the units' stored counts say how many.
-    if (unfiltered && request.count) answer.count = countBetween(sql, request.from, request.to);
     const countAll = request.count && !unfiltered;
     const done = () => answer.positions.length >= request.want && !countAll;
 
@@ -279,40 +289,22 @@ export class SearchDay extends DurableObject<Env> {
       return answer;
     }
 
-    const keys = this.#restricted(request.restrict, request.from, request.to).filter((k) => k.at < (countAll ? request.to : top));
-    keys.sort((a, b) => (b.at > a.at ? 1 : b.at < a.at ? -1 : 0));
-    for (let i = 0; i < keys.length && !done(); ) {
-      const at = keys[i]?.at;
-      const group: UnitKey[] = [];
-      while (i < keys.length && keys[i]?.at === at) group.push(keys[i++] as UnitKey);
-      await take(readUnits(sql, group));
-      if (answer.read >= request.budget && i < keys.length && !done()) return outOfBudget(at);
-    }
-    return answer;
-  }
-
-  #restricted(restrict: Restriction, from: string, to: string): UnitKey[] {
-    const sql = this.ctx.storage.sql;
-    const inWindow = (k: UnitKey) => k.at >= from && k.at < to;
-    switch (restrict.kind) {
-      case 'all':
-        return [];
-      case 'shard':
-        return unitKeysOfShard(sql, restrict.shard, from, to);
-      case 'ats':
-        return unitKeysAt(sql, restrict.ats).filter(inWindow);
-      case 'settled':
-        return unitKeysSettledOn(sql, restrict.day).filter(inWindow);
-      case 'ids': {
-        const keys = new Map<string, UnitKey>();
-        for (const id of restrict.ids) {
-          const parsed = parseTransactionId(id);
-          const found = [...unitKeysOfPage(sql, restrict.shard, id), ...(parsed?.kind === 'batch' ? unitKeysOfFloorPage(sql, restrict.shard, chunkPage(parsed.line)) : [])];
-          for (const key of found) if (inWindow(key)) keys.set(unitKeyString(key), key);
-        }
-        return [...keys.values()];
+    // The units an exact filter names, a read of keys at a time, newest first (never the day's whole list).
+    let below = countAll ? request.to : top;
+    while (!done()) {
+      const keys = restrictedKeysBelow(sql, request.restrict, request.from, below);
+      if (keys.length === 0) break;
+      for (let i = 0; i < keys.length && !done(); ) {
+        const at = keys[i]?.at as string;
+        const group: UnitKey[] = [];
+        while (i < keys.length && keys[i]?.at === at) group.push(keys[i++] as UnitKey);
+        await take(readUnits(sql, group));
+        below = at;
+        const more = () => i < keys.length || restrictedKeysBelow(sql, request.restrict, request.from, at, 1).length > 0;
+        if (answer.read >= request.budget && !done() && more()) return outOfBudget(at);
       }
     }
+    return answer;
   }
 
   /** The records at these positions, as they are now (a failure is answered, not thrown: the caller throws it). */
@@ -325,7 +317,7 @@ export class SearchDay extends DurableObject<Env> {
     if (!readDayMeta(sql)) return [];
     const wanted = new Set(positions.map((p) => p.id));
     const found = new Map<string, PresentTransaction>();
-    for (const unit of readUnits(sql, unitKeysAt(sql, [...new Set(positions.map((p) => p.at))]))) {
+    for (const unit of readUnits(sql, unitKeysAtTimes(sql, [...new Set(positions.map((p) => p.at))]))) {
       for (const tx of await this.#present(unit, expiredBefore)) {
         if (wanted.has(String(tx.record.id))) found.set(String(tx.record.id), tx);
       }

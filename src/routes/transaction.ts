@@ -12,7 +12,7 @@ import { AppError, success } from '../errors';
 import { randomId } from '../lib/crypto';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
-import { rateLimitPerKey } from '../middleware/key-rate-limit';
+import { transactionRateLimit } from '../middleware/merchant-rate-limit';
 import { validate } from '../middleware/validate';
 import { idempotencyHeaderSchema, transactionBodySchema, transactionIdParamSchema } from '../schemas/transaction-http';
 import { getTransaction, processTransactions } from '../services/transactions/engine';
@@ -36,15 +36,13 @@ import { describeFieldErrors } from '../lib/field-errors';
 import { resendBodySchema } from '../schemas/receipts';
 import { resendReceipt, transactionReceipts } from '../services/receipts/receipts';
 
-/** The period of TRANSACTION_RATE_LIMITER in wrangler.toml. */
-const TRANSACTION_RATE_PERIOD_SECONDS = 60;
-
 export const transaction = new Hono<AppEnv>()
   .use(requireSecretKey)
   .post(
   '/',
-  // Card testers run stolen numbers through single charges: limited per key before any other work.
-  rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
+  // Card testers run stolen numbers through single charges: limited before any other work, per
+  // merchant at its rate tier (docs/limits.md, "Rate tiers"), whichever of its keys is used.
+  transactionRateLimit,
   validate('header', idempotencyHeaderSchema),
   // binbatch's flat columns or FluidPay's nested body, told apart by shape (docs/api.md, "Coming from FluidPay").
   validateJsonByShape(transactionRequestSchema, (body) => (isFluidPayTransactionBody(body) ? fluidPayTransactionSchema : transactionBodySchema)),
@@ -132,10 +130,10 @@ export const transaction = new Hono<AppEnv>()
     return answerOperation(c, await operate(c, 'refund', amount ?? null, compact({ surcharge })));
   })
   // Sends the receipt again, optionally to another address (docs/receipts.md, "Sending one again").
-  // Limited per key as new transactions are: each call can mail a customer.
+  // Limited as new transactions are: each call can mail a customer.
   .post(
     '/:id/receipt',
-    rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
+    transactionRateLimit,
     optionalJson(resendBodySchema),
     validate('param', transactionIdParamSchema),
     validate('header', idempotencyHeaderSchema),
