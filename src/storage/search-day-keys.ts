@@ -58,9 +58,14 @@ function keysBelow(sql: SqlStorage, restrict: Restriction, from: string, below: 
         )
         .toArray();
     case 'ats': {
-      const ats = [...new Set(restrict.ats.filter((at) => at >= from && at < below))].sort().reverse();
-      const wanted = limit === ALL ? ats : ats.slice(0, limit);
-      return sortNewestFirst(unitKeysAtTimes(sql, wanted)).slice(0, limit === ALL ? undefined : limit);
+      // Times newest first, asked a piece at a time until the read is full: a time may hold no unit
+      // of this day (another day's, or outside the window), so one piece may answer none.
+      const ats = newestFirstTimes(restrict.ats).filter((at) => at >= from && at < below);
+      const piece = limit === ALL ? ATS_PER_STATEMENT : Math.min(limit, ATS_PER_STATEMENT);
+      const keys: UnitKey[] = [];
+      for (let i = 0; i < ats.length && (limit === ALL || keys.length < limit); i += piece) keys.push(...unitKeysAtTimes(sql, ats.slice(i, i + piece)));
+      const sorted = sortNewestFirst(keys);
+      return limit === ALL ? sorted : sorted.slice(0, limit);
     }
     case 'ids': {
       const keys = new Map<string, UnitKey>();
@@ -93,6 +98,17 @@ function unitKeysOfPage(sql: SqlStorage, shard: string, page: string): UnitKey[]
 function unitKeysOfFloorPage(sql: SqlStorage, shard: string, page: string): UnitKey[] {
   const found = sql.exec<{ page: string | null }>('SELECT MAX(page) AS page FROM units WHERE shard = ? AND page <= ?', shard, page).one().page;
   return found === null ? [] : unitKeysOfPage(sql, shard, found);
+}
+
+/** A restriction's times, distinct and newest first, sorted once per list (a scan reads the same list many times). */
+const sortedTimes = new WeakMap<readonly string[], string[]>();
+function newestFirstTimes(ats: readonly string[]): string[] {
+  let sorted = sortedTimes.get(ats);
+  if (!sorted) {
+    sorted = [...new Set(ats)].sort().reverse();
+    sortedTimes.set(ats, sorted);
+  }
+  return sorted;
 }
 
 function sortNewestFirst(keys: UnitKey[]): UnitKey[] {

@@ -32,6 +32,8 @@ export interface SearchInput {
   after: Position | null;
   /** Count every match (a first page; a cursor's page carries its first page's count). */
   count: boolean;
+  /** Rows the search may read in all (default SEARCH_ROWS_READ_MAX; a test passes a smaller one). */
+  readMax?: number;
 }
 
 export interface SearchPage {
@@ -60,7 +62,7 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
   plan = plan.slice(0, MAX_SEARCH_DAYS);
 
   // What this search may still read, shared out among the days asked together.
-  let left = SEARCH_ROWS_READ_MAX;
+  let left = input.readMax ?? SEARCH_ROWS_READ_MAX;
   const share = (days: number) => Math.min(SCAN_BUDGET_RECORDS, Math.floor(left / days));
   const scan = async (p: DayPlan, want: number, count: boolean, budget: number): Promise<DayScanAnswer> => {
     const answer = await searchDay(env, merchantId, p.day).scan({
