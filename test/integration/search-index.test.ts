@@ -43,9 +43,9 @@ describe('the week object (order_id and customer_id references)', () => {
       expect(done).toBe(true);
       if ((i + 1) % FOLD_AT === 0) expect(await stub.upkeep(at(i))).toBe(false);
     }
-    // 8 level-0 runs were merged into one level-1 run; 5 calls still wait as fresh rows.
-    const runs = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ level: number }>('SELECT level FROM runs').toArray().map((r) => r.level));
-    expect(runs).toEqual([1]);
+    // 8 runs of 64 entries were merged into one of 512 (level 0 still: a level is a size); 5 calls still wait as fresh rows.
+    const runs = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ level: number; entries: number }>('SELECT level, entries FROM runs').toArray());
+    expect(runs).toEqual([{ level: 0, entries: FOLD_AT * MERGE_FANIN * 2 }]);
     expect((await tableCounts(stub, ['fresh'])).fresh).toBe(5);
     for (const i of [0, 31, 32, 200, calls - 1]) expect(await stub.lookup(keyHash('order_id', `ORD${i}`), 10)).toEqual({ ats: [at(i)], truncated: false });
     const frequent = await stub.lookup(keyHash('customer_id', 'frequent'), 100_000);
