@@ -11,12 +11,13 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
-import { gunzipText, gzipText } from '../lib/gzip';
+import { gunzipText } from '../lib/gzip';
 import type { TransactionRecord } from '../schemas/transaction-columns';
 import { meetsAll } from '../services/search/filters';
-import { parseTransactionId, retentionDays } from '../services/transactions/ledger';
+import { retentionDays } from '../services/transactions/ledger';
 import { presentRecord, settle } from '../services/transactions/lifecycle-rules';
 import { findUnit, newUnitCache } from './search-day-units';
+import { memberOf } from '../services/search/unit-rows';
 import { restrictedKeysBelow, unitKeysAtTimes } from '../storage/search-day-keys';
 import {
   countBetween,
@@ -43,7 +44,7 @@ import {
   type DayScanAnswer,
   type Position,
   type PresentTransaction,
-  type UnitInput,
+  type UnitRow,
   type UnitKey,
 } from '../storage/search-day';
 
@@ -83,26 +84,13 @@ export class SearchDay extends DurableObject<Env> {
     });
   }
 
-  /** Stores units not stored yet (a batch chunk's records gzip-compressed); answers how many were new. */
-  async add(identity: DayIdentity, units: readonly UnitInput[]): Promise<number | DayFailure> {
+  /**
+   * Stores units not stored yet, as the caller encoded them (`unitRow`, services/search/unit-rows.ts:
+   * a chunk's records gzip-compressed there, not here); answers how many were new.
+   */
+  async add(identity: DayIdentity, rows: readonly UnitRow[]): Promise<number | DayFailure> {
     return answerOrFailure(async () => {
       await this.#ensure(identity);
-      const rows = await Promise.all(
-        units.map(async (unit) => {
-          const json = JSON.stringify(unit.records.map(packRecord));
-          const compress = unit.records.length > 1;
-          return {
-            shard: unit.shard,
-            page: unit.page,
-            at: unit.at,
-            count: unit.records.length,
-            pending: unit.records.filter((r) => r.status === 'pending_settlement').length,
-            members: unit.records.map((r) => memberOf(String(r.id))),
-            format: compress ? ('gzip' as const) : ('json' as const),
-            records: compress ? await gzipText(json) : json,
-          };
-        }),
-      );
       let added = 0;
       this.ctx.storage.transactionSync(() => {
         for (const row of rows) if (insertUnit(this.ctx.storage.sql, row)) added++;
@@ -362,11 +350,6 @@ function rankOf(record: TransactionRecord, amountRefunded: number): number {
   return (STATUS_RANK[String(record.status)] ?? 0) * 1e12 + amountRefunded;
 }
 
-/** What a unit's members list holds for a transaction: a batch row's line, else its id. */
-function memberOf(id: string): number | string {
-  const parsed = parseTransactionId(id);
-  return parsed?.kind === 'batch' ? parsed.line : id;
-}
 
 /** The settlement day a settled record names (its batch id is `stl_{YYYYMMDD}_…`). */
 function settledDayOf(record: TransactionRecord): string | null {

@@ -7,7 +7,9 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import { gunzipText } from '../../src/lib/gzip';
 import { runSearch } from '../../src/services/search/query';
+import { unitRow } from '../../src/services/search/unit-rows';
 import { searchDayName } from '../../src/services/search/names';
 import { initialiseDay, insertUnit, markUnitSettled, packRecord, readUnits, unpackRecord, type DayScan, type StoredUnit } from '../../src/storage/search-day';
 import type { TransactionRecord } from '../../src/schemas/transaction-columns';
@@ -125,5 +127,21 @@ describe('rows one search reads', () => {
     // The page itself is whole: the newest ten, and a cursor after them.
     expect(bounded.records.map((r) => r.id)).toEqual(whole.records.map((r) => r.id));
     expect(bounded.next).not.toBeNull();
+  });
+});
+
+describe('writes to a day object', () => {
+  it('store the rows the caller encoded: a chunk is compressed by its indexer, and the day object keeps those bytes as given', async () => {
+    const { merchantId, record } = await templateRecord();
+    const day = '2027-05-20';
+    const at = `${day}T03:00:00.000Z`;
+    const records = [0, 1].map((i) => ({ ...record, id: `txn_a20270520${String(i).padStart(20, '0')}`, created_at: at }) as TransactionRecord);
+    const row = await unitRow({ shard: `${merchantId}/api/${day}`, page: 'chunk', at, records });
+    expect(row.format).toBe('gzip');
+    const stub = env.SEARCH_DAY.getByName(searchDayName(merchantId, day));
+    expect(await stub.add({ merchantId, day }, [row])).toBe(1);
+    const stored = await runInDurableObject(stub, (_instance, state) => readUnits(state.storage.sql, [{ shard: row.shard, page: row.page, at }])[0] as StoredUnit);
+    expect(new Uint8Array(stored.records as ArrayBuffer)).toEqual(row.records);
+    expect(JSON.parse(await gunzipText(stored.records as ArrayBuffer))).toHaveLength(2);
   });
 });
