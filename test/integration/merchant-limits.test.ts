@@ -5,7 +5,7 @@
  */
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EXPORTS_RUNNING_MAX, startExport, transactionExport } from '../../src/services/search/exports';
+import { EXPORT_SLOT_STALE_MS, EXPORTS_RUNNING_MAX, startExport, transactionExport } from '../../src/services/search/exports';
 import { admin, call, createMerchant, type Envelope } from '../helpers/api';
 import { limiterOnClock } from '../helpers/rate-limits';
 
@@ -80,5 +80,16 @@ describe('exports running at once', () => {
     const accepted = await call('POST', '/api/transaction/export', { key: shop.secretKey, body: {} });
     expect(accepted.status).toBe(202);
     await accepted.body?.cancel();
+  });
+
+  it('an export that never finished stops counting 24 hours after it started', async () => {
+    const shop = await createMerchant({ name: 'Stale Export Shop' });
+    const dayAgo = new Date(Date.now() - EXPORT_SLOT_STALE_MS - 1_000).toISOString();
+    for (let i = 0; i < EXPORTS_RUNNING_MAX; i++) {
+      await env.DB.prepare('INSERT INTO running_exports (export_id, merchant_id, started_at) VALUES (?1, ?2, ?3)').bind(`exp_stale${i}`, shop.id, dayAgo).run();
+    }
+    expect((await startExport(env, shop.id, {}, () => new Date(), { arm: false })).ok).toBe(true);
+    const left = await env.DB.prepare('SELECT COUNT(*) AS n FROM running_exports WHERE merchant_id = ?1').bind(shop.id).first<{ n: number }>();
+    expect(left?.n).toBe(1);
   });
 });
