@@ -18,6 +18,22 @@ CREATE TABLE IF NOT EXISTS merchants (
   updated_at TEXT NOT NULL
 );
 
+-- A merchant's rate tier (PATCH /admin/merchants/{id} rate_tier; docs/limits.md, "Rate tiers"): which
+-- per-merchant limiter counts its API transactions. No row: 'standard'.
+CREATE TABLE IF NOT EXISTS merchant_rate_tiers (
+  merchant_id TEXT PRIMARY KEY REFERENCES merchants(id),
+  rate_tier TEXT NOT NULL CHECK (rate_tier IN ('standard', 'high', 'max')),
+  updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Exports being written now (storage/running-exports.ts): at most a few per merchant at once.
+CREATE TABLE IF NOT EXISTS running_exports (
+  export_id TEXT PRIMARY KEY,
+  merchant_id TEXT NOT NULL,
+  started_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS running_exports_merchant ON running_exports(merchant_id, started_at);
+
 -- Keys are stored as SHA-256 hashes only; the raw key is shown once, at creation.
 CREATE TABLE IF NOT EXISTS api_keys (
   id TEXT PRIMARY KEY,

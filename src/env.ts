@@ -19,6 +19,8 @@ export interface Caller {
   surchargeRateBps: number;
   /** The merchant's max_credit_amount: the largest unreferenced credit, in minor units (0: none). */
   maxCreditAmount: number;
+  /** The merchant's rate tier (services/limits/rate-tiers.ts); absent in callers cached before tiers: the default. */
+  rateTier?: 'standard' | 'high' | 'max';
 }
 
 export interface AppEnv {

@@ -250,10 +250,21 @@ export class MerchantSettlement extends DurableObject<Env> {
           progressed = true;
           if (answer.piece) {
             const piece = answer.piece;
-            // The piece's transactions marked settled in the search index before the piece is recorded
-            // (a failure throws: the step fails and the shard answers the same piece again). Its object calls
-            // count in the step's budget of subrequests, as the shard calls do.
-            calls += await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt, piece.held);
+            // The piece's transactions are marked settled in the search index before the piece is
+            // recorded; its object calls count in the step's budget of subrequests, as the shard calls do.
+            // A failing index object holds back this shard only, with the same backoff as a failing
+            // shard (the shard answers the same piece again then); the run goes on with the others.
+            const indexed = await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt, piece.held).then(
+              (n) => ({ calls: n, error: null }),
+              (err: unknown) => ({ calls: 1, error: err instanceof Error ? err.message : 'unknown error' }),
+            );
+            calls += indexed.calls;
+            if (indexed.error !== null) {
+              const failures = failShard(sql, name, `search index: ${indexed.error}`, (n) => new Date(Date.parse(now) + Math.min(RETRY_BASE_MS * 2 ** (n - 1), RETRY_MAX_MS)).toISOString());
+              console.log(JSON.stringify({ level: 'error', event: 'settlement_index_failed', shard: name, failures, error: indexed.error }));
+              failed.push(name);
+              break;
+            }
             this.ctx.storage.transactionSync(() => recordPiece(sql, name, piece, { id: run.id, at: now, batchIdOf: settlementBatchId }));
             acked = piece.seq;
             entries += piece.entries.length;

@@ -9,6 +9,7 @@ import { createMiddleware } from 'hono/factory';
 import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
 import { requireConsoleCsrf, requireConsoleSession, type ConsoleEnv } from '../middleware/console-session';
+import { exportRateLimit, searchRateLimit } from '../middleware/merchant-rate-limit';
 import { validate } from '../middleware/validate';
 import { transactionIdParamSchema } from '../schemas/transaction-http';
 import { exportIdParamSchema, transactionExportSchema, transactionSearchSchema } from '../schemas/transaction-search';
@@ -27,13 +28,14 @@ const consoleSession = createMiddleware<ConsoleEnv>(async (c, next) => (c.var.co
 export const consoleTransactions = new Hono<ConsoleEnv>()
   .use('/transactions/*', consoleSession)
   .use('/transactions/*', requireConsoleCsrf)
-  .post('/transactions/search', validate('json', transactionSearchSchema), async (c) => {
+  .post('/transactions/search', searchRateLimit, validate('json', transactionSearchSchema), async (c) => {
     const outcome = await searchTransactions(c.env, c.get('caller').merchantId, c.req.valid('json'), systemClock);
     if (!outcome.ok) refused(outcome.field, outcome.message);
     return c.json(outcome.answer);
   })
-  .post('/transactions/export', validate('json', transactionExportSchema), async (c) => {
+  .post('/transactions/export', exportRateLimit, validate('json', transactionExportSchema), async (c) => {
     const outcome = await startExport(c.env, c.get('caller').merchantId, c.req.valid('json'), systemClock);
+    if (!outcome.ok && 'busy' in outcome) throw new AppError('rate_limited', outcome.message, undefined, { 'Retry-After': '60' });
     if (!outcome.ok) refused(outcome.field, outcome.message);
     return c.json(success(outcome.export), 202);
   })

@@ -10,6 +10,7 @@ import type { AppEnv } from '../env';
 import { AppError, success } from '../errors';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
+import { exportRateLimit, searchRateLimit } from '../middleware/merchant-rate-limit';
 import { validate } from '../middleware/validate';
 import { exportIdParamSchema, transactionExportSchema, transactionSearchSchema } from '../schemas/transaction-search';
 import { findExport, openExportDownload, startExport, type ExportDownload } from '../services/search/exports';
@@ -20,13 +21,14 @@ function refused(field: string, message: string): never {
 }
 
 export const transactionSearch = new Hono<AppEnv>()
-  .post('/search', requireSecretKey, validate('json', transactionSearchSchema), async (c) => {
+  .post('/search', requireSecretKey, searchRateLimit, validate('json', transactionSearchSchema), async (c) => {
     const outcome = await searchTransactions(c.env, c.get('caller').merchantId, c.req.valid('json'), systemClock);
     if (!outcome.ok) refused(outcome.field, outcome.message);
     return c.json(outcome.answer);
   })
-  .post('/export', requireSecretKey, validate('json', transactionExportSchema), async (c) => {
+  .post('/export', requireSecretKey, exportRateLimit, validate('json', transactionExportSchema), async (c) => {
     const outcome = await startExport(c.env, c.get('caller').merchantId, c.req.valid('json'), systemClock);
+    if (!outcome.ok && 'busy' in outcome) throw new AppError('rate_limited', outcome.message, undefined, { 'Retry-After': '60' });
     if (!outcome.ok) refused(outcome.field, outcome.message);
     return c.json(success(outcome.export), 202);
   })

@@ -11,7 +11,7 @@ import { AppError, success } from '../errors';
 import { describeFieldErrors } from '../lib/field-errors';
 import { systemClock } from '../lib/time';
 import { requireSecretKey } from '../middleware/auth';
-import { rateLimitPerKey } from '../middleware/key-rate-limit';
+import { transactionRateLimit } from '../middleware/merchant-rate-limit';
 import { optionalJson, validate, validateJsonByShape } from '../middleware/validate';
 import { transactionRequestSchema } from '../schemas/fluidpay-transaction';
 import { resendBodySchema } from '../schemas/receipts';
@@ -26,15 +26,13 @@ import { getTransaction } from '../services/transactions/engine';
 import type { OperationDetails } from '../services/transactions/operation-details';
 import type { OperationOutcome } from '../services/transactions/operations';
 
-/** The period of TRANSACTION_RATE_LIMITER in wrangler.toml. */
-const TRANSACTION_RATE_PERIOD_SECONDS = 60;
-
 export const transaction = new Hono<AppEnv>()
   .use(requireSecretKey)
   .post(
   '/',
-  // Card testers run stolen numbers through single charges: limited per key before any other work.
-  rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
+  // Card testers run stolen numbers through single charges: limited before any other work, per
+  // merchant at its rate tier (docs/limits.md, "Rate tiers"), whichever of its keys is used.
+  transactionRateLimit,
   validate('header', idempotencyHeaderSchema),
   // binbatch's flat columns or FluidPay's nested body, told apart by shape (docs/api.md, "Coming from FluidPay").
   validateJsonByShape(transactionRequestSchema, transactionRequestSchemaFor),
@@ -85,10 +83,10 @@ export const transaction = new Hono<AppEnv>()
     return answerOperation(c, await operate(c, 'refund', amount ?? null, compact({ surcharge })));
   })
   // Sends the receipt again, optionally to another address (docs/receipts.md, "Sending one again").
-  // Limited per key as new transactions are: each call can mail a customer.
+  // Limited as new transactions are: each call can mail a customer.
   .post(
     '/:id/receipt',
-    rateLimitPerKey((env) => env.TRANSACTION_RATE_LIMITER, TRANSACTION_RATE_PERIOD_SECONDS),
+    transactionRateLimit,
     optionalJson(resendBodySchema),
     validate('param', transactionIdParamSchema),
     validate('header', idempotencyHeaderSchema),

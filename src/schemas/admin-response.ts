@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PROCESSOR_TYPES } from './admin';
 import { timestampSchema } from './envelope';
 import { receiptLimitsSchema, receiptSettingsSchema } from './receipts';
+import { RATE_TIERS } from '../services/limits/rate-tiers';
 
 export const merchantSchema = z
   .strictObject({
@@ -11,6 +12,7 @@ export const merchantSchema = z
     enhanced_bin_lookup: z.boolean(),
     surcharge_rate_bps: z.int().min(0).max(10_000).meta({ description: '300 = 3.00%' }),
     max_credit_amount: z.int().min(0).meta({ description: 'The largest unreferenced credit, in minor units; 0 refuses them. Default 100000.' }),
+    rate_tier: z.enum(RATE_TIERS).meta({ description: 'Which per-merchant limit counts its API transactions (docs/limits.md, "Rate tiers"). Default standard.' }),
     receipt_settings: receiptSettingsSchema,
     receipt_limits: receiptLimitsSchema,
     settlement_cutoff: z.string().meta({ description: 'UTC time of day (HH:MM) its day ends: what it captured before then settles. Default 00:00.', example: '00:00' }),

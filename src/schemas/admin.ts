@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { receiptLimitsInputSchema, receiptSettingsInputSchema } from './receipts';
 import { nameField } from './text-fields';
 import { tokenizerOriginsField } from './tokenizer';
+import { RATE_TIERS } from '../services/limits/rate-tiers';
 
 export const merchantCreateSchema = z.strictObject({
   // Stored, answered, the user_name of every transaction record, the From name and the subject of
@@ -13,6 +14,8 @@ export const merchantCreateSchema = z.strictObject({
   max_credit_amount: z.int('must be an integer').min(0, 'must be 0 or more').max(99_999_999_999, 'must be at most 99999999999').optional(),
   /** The UTC time of day the merchant's day ends and its captured transactions settle; default 00:00. */
   settlement_cutoff: z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, 'must be a UTC time of day, HH:MM').optional(),
+  /** Its rate tier: which per-merchant limit counts its API transactions (docs/limits.md, "Rate tiers"). */
+  rate_tier: z.enum(RATE_TIERS, `must be one of: ${RATE_TIERS.join(', ')}`).optional(),
   /** What its email receipts show besides its name (docs/receipts.md). */
   receipt_settings: receiptSettingsInputSchema.optional(),
   /** How many receipts it may send: a day, a minute, to one address a day (docs/receipts.md, "Budgets"). */

@@ -22,7 +22,9 @@ import {
   type Merchant,
   type MerchantChanges,
 } from '../storage/merchants';
+import { setRateTierStatement } from '../storage/rate-tiers';
 import { replaceTokenizerOriginsStatements } from '../storage/tokenizer-origins';
+import type { RateTier } from './limits/rate-tiers';
 
 /** Key prefixes tell the type at a glance, as gateways in this family do. */
 export const KEY_PREFIX: Record<KeyType, string> = { secret: 'api_', public: 'pub_' };
@@ -53,6 +55,8 @@ export interface NewMerchantInput {
   enhanced_bin_lookup?: boolean | undefined;
   surcharge_rate_bps?: number | undefined;
   max_credit_amount?: number | undefined;
+  /** Its rate tier (services/limits/rate-tiers.ts); none: the default. */
+  rate_tier?: RateTier | undefined;
 }
 
 /**
@@ -83,6 +87,7 @@ export async function createMerchant(
     insertMerchantStatement(db, merchant),
     insertApiKeyStatement(db, secret.record),
     insertApiKeyStatement(db, publicKey.record),
+    ...(input.rate_tier ? [setRateTierStatement(db, merchant.id, input.rate_tier, merchant.created_at)] : []),
   ]);
   await syncCachedCallers(env, [secret.record.key_hash, publicKey.record.key_hash]);
   return { merchant, secretKey: secret.key, publicKey: publicKey.key };
@@ -110,14 +115,16 @@ export async function revokeKey(env: Env, keyId: string, clock: Clock, wait: Wai
 export async function changeMerchant(
   env: Env,
   merchantId: string,
-  changes: MerchantChanges & { tokenizer_origins?: string[] | undefined },
+  changes: MerchantChanges & { tokenizer_origins?: string[] | undefined; rate_tier?: RateTier | undefined },
   clock: Clock,
 ): Promise<Merchant | null> {
-  const { tokenizer_origins: origins, ...fields } = changes;
-  // One transaction: the merchant row and its tokenizer origins change together or not at all.
+  const { tokenizer_origins: origins, rate_tier: tier, ...fields } = changes;
+  const at = isoTimestamp(clock());
+  // One transaction: the merchant row, its tokenizer origins and its tier change together or not at all.
   const [updated] = await env.DB.batch([
-    updateMerchantStatement(env.DB, merchantId, fields, isoTimestamp(clock())),
+    updateMerchantStatement(env.DB, merchantId, fields, at),
     ...(origins ? replaceTokenizerOriginsStatements(env.DB, merchantId, origins) : []),
+    ...(tier ? [setRateTierStatement(env.DB, merchantId, tier, at)] : []),
   ]);
   const merchant = updated ? merchantFromUpdate(updated) : null;
   // Cached callers carry the merchant's flags: rewritten, so the change applies within KV's propagation.

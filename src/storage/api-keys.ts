@@ -27,11 +27,12 @@ interface CallerRow {
   enhanced_bin_lookup: number;
   surcharge_rate_bps: number;
   max_credit_amount: number;
+  rate_tier: 'standard' | 'high' | 'max';
 }
 
 const CALLER_SELECT = `SELECT k.key_hash, k.id AS key_id, k.type AS key_type, m.id AS merchant_id, m.name AS merchant_name,
-              m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount
-       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id`;
+              m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount, COALESCE(t.rate_tier, 'standard') AS rate_tier
+       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id LEFT JOIN merchant_rate_tiers t ON t.merchant_id = m.id`;
 
 function toCaller(row: CallerRow): Caller {
   return {
@@ -42,6 +43,7 @@ function toCaller(row: CallerRow): Caller {
     enhancedBinLookup: row.enhanced_bin_lookup === 1,
     surchargeRateBps: row.surcharge_rate_bps,
     maxCreditAmount: row.max_credit_amount,
+    rateTier: row.rate_tier,
   };
 }
 

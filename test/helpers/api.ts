@@ -59,7 +59,7 @@ export async function apiKeyId(merchantId: string, type: 'secret' | 'public'): P
 }
 
 export async function createMerchant(
-  fields: { name?: string; enhanced_bin_lookup?: boolean; surcharge_rate_bps?: number; max_credit_amount?: number } = {},
+  fields: { name?: string; enhanced_bin_lookup?: boolean; surcharge_rate_bps?: number; max_credit_amount?: number; rate_tier?: 'standard' | 'high' | 'max' } = {},
 ): Promise<TestMerchant> {
   const response = await admin('POST', '/admin/merchants', { name: 'Test Merchant', ...fields });
   if (response.status !== 201) throw new Error(`merchant creation failed: ${response.status} ${await response.text()}`);

@@ -11,14 +11,17 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
-import { gunzipText, gzipText } from '../../lib/gzip';
+import { gunzipText } from '../../lib/gzip';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { meetsAll } from '../../services/search/filters';
-import { chunkPage, parseTransactionId, retentionDays } from '../../services/transactions/ledger';
+import { memberOf } from '../../services/search/unit-rows';
+import { retentionDays } from '../../services/transactions/ledger';
 import { presentRecord, settle } from '../../services/transactions/lifecycle-rules';
+import { restrictedKeysBelow, unitKeysAtTimes } from '../../storage/search/day-keys';
 import { findUnit, newUnitCache } from './day-units';
 import {
   countBetween,
+  dayNeedsUpgrade,
   initialiseDay,
   insertUnit,
   markUnitSettled,
@@ -27,11 +30,6 @@ import {
   readDayMeta,
   readUnits,
   storedUnitKeys,
-  unitKeysAt,
-  unitKeysOfFloorPage,
-  unitKeysOfPage,
-  unitKeysOfShard,
-  unitKeysSettledOn,
   unitKeyString,
   unitsAt,
   unitsBefore,
@@ -46,8 +44,7 @@ import {
   type DayScanAnswer,
   type Position,
   type PresentTransaction,
-  type Restriction,
-  type UnitInput,
+  type UnitRow,
   type UnitKey,
 } from '../../storage/search/day';
 
@@ -70,7 +67,10 @@ function before(a: Position, b: Position): boolean {
 
 export class SearchDay extends DurableObject<Env> {
   async #ensure(identity: DayIdentity): Promise<void> {
-    if (readDayMeta(this.ctx.storage.sql)) return;
+    const meta = readDayMeta(this.ctx.storage.sql);
+    // An object made by an older build gets the newer tables and indexes on its next write.
+    if (meta && !dayNeedsUpgrade(this.ctx.storage.sql)) return;
+    if (meta) return void initialiseDay(this.ctx.storage.sql, meta);
     const deleteAt = new Date(Date.parse(`${identity.day}T00:00:00.000Z`) + (retentionDays(this.env) + 1) * DAY_MS).toISOString();
     initialiseDay(this.ctx.storage.sql, { merchantId: identity.merchantId, day: identity.day, deleteAt });
     await this.ctx.storage.setAlarm(Date.parse(deleteAt));
@@ -84,26 +84,13 @@ export class SearchDay extends DurableObject<Env> {
     });
   }
 
-  /** Stores units not stored yet (a batch chunk's records gzip-compressed); answers how many were new. */
-  async add(identity: DayIdentity, units: readonly UnitInput[]): Promise<number | DayFailure> {
+  /**
+   * Stores units not stored yet, as the caller encoded them (`unitRow`, services/search/unit-rows.ts:
+   * a chunk's records gzip-compressed there, not here); answers how many were new.
+   */
+  async add(identity: DayIdentity, rows: readonly UnitRow[]): Promise<number | DayFailure> {
     return answerOrFailure(async () => {
       await this.#ensure(identity);
-      const rows = await Promise.all(
-        units.map(async (unit) => {
-          const json = JSON.stringify(unit.records.map(packRecord));
-          const compress = unit.records.length > 1;
-          return {
-            shard: unit.shard,
-            page: unit.page,
-            at: unit.at,
-            count: unit.records.length,
-            pending: unit.records.filter((r) => r.status === 'pending_settlement').length,
-            members: unit.records.map((r) => memberOf(String(r.id))),
-            format: compress ? ('gzip' as const) : ('json' as const),
-            records: compress ? await gzipText(json) : json,
-          };
-        }),
-      );
       let added = 0;
       this.ctx.storage.transactionSync(() => {
         for (const row of rows) if (insertUnit(this.ctx.storage.sql, row)) added++;
@@ -228,12 +215,23 @@ export class SearchDay extends DurableObject<Env> {
   }
 
   async #scan(request: DayScan): Promise<DayScanAnswer> {
+    const unfiltered = request.conditions.length === 0 && request.restrict.kind === 'all';
+    const answer = await this.#positions(request, unfiltered);
+    // With no condition every record of the window matches: the units' stored counts say how many,
+    // one index entry read per unit, at most the call's budget of them (then a lower bound).
+    if (unfiltered && request.count && readDayMeta(this.ctx.storage.sql)) {
+      const counted = countBetween(this.ctx.storage.sql, request.from, request.to, request.budget);
+      answer.count = counted.count;
+      answer.read += counted.units;
+      if (counted.units >= request.budget) answer.exact = false;
+    }
+    return answer;
+  }
+
+  async #positions(request: DayScan, unfiltered: boolean): Promise<DayScanAnswer> {
     const sql = this.ctx.storage.sql;
     const answer: DayScanAnswer = { positions: [], count: 0, exact: true, read: 0, stoppedAt: null };
     if (!readDayMeta(sql)) return answer;
-    const unfiltered = request.conditions.length === 0 && request.restrict.kind === 'all';
-    // With no condition every record of the window matches: the units' stored counts say how many.
-    if (unfiltered && request.count) answer.count = countBetween(sql, request.from, request.to);
     const countAll = request.count && !unfiltered;
     const done = () => answer.positions.length >= request.want && !countAll;
 
@@ -279,40 +277,22 @@ export class SearchDay extends DurableObject<Env> {
       return answer;
     }
 
-    const keys = this.#restricted(request.restrict, request.from, request.to).filter((k) => k.at < (countAll ? request.to : top));
-    keys.sort((a, b) => (b.at > a.at ? 1 : b.at < a.at ? -1 : 0));
-    for (let i = 0; i < keys.length && !done(); ) {
-      const at = keys[i]?.at;
-      const group: UnitKey[] = [];
-      while (i < keys.length && keys[i]?.at === at) group.push(keys[i++] as UnitKey);
-      await take(readUnits(sql, group));
-      if (answer.read >= request.budget && i < keys.length && !done()) return outOfBudget(at);
-    }
-    return answer;
-  }
-
-  #restricted(restrict: Restriction, from: string, to: string): UnitKey[] {
-    const sql = this.ctx.storage.sql;
-    const inWindow = (k: UnitKey) => k.at >= from && k.at < to;
-    switch (restrict.kind) {
-      case 'all':
-        return [];
-      case 'shard':
-        return unitKeysOfShard(sql, restrict.shard, from, to);
-      case 'ats':
-        return unitKeysAt(sql, restrict.ats).filter(inWindow);
-      case 'settled':
-        return unitKeysSettledOn(sql, restrict.day).filter(inWindow);
-      case 'ids': {
-        const keys = new Map<string, UnitKey>();
-        for (const id of restrict.ids) {
-          const parsed = parseTransactionId(id);
-          const found = [...unitKeysOfPage(sql, restrict.shard, id), ...(parsed?.kind === 'batch' ? unitKeysOfFloorPage(sql, restrict.shard, chunkPage(parsed.line)) : [])];
-          for (const key of found) if (inWindow(key)) keys.set(unitKeyString(key), key);
-        }
-        return [...keys.values()];
+    // The units an exact filter names, a read of keys at a time, newest first (never the day's whole list).
+    let below = countAll ? request.to : top;
+    while (!done()) {
+      const keys = restrictedKeysBelow(sql, request.restrict, request.from, below);
+      if (keys.length === 0) break;
+      for (let i = 0; i < keys.length && !done(); ) {
+        const at = keys[i]?.at as string;
+        const group: UnitKey[] = [];
+        while (i < keys.length && keys[i]?.at === at) group.push(keys[i++] as UnitKey);
+        await take(readUnits(sql, group));
+        below = at;
+        const more = () => i < keys.length || restrictedKeysBelow(sql, request.restrict, request.from, at, 1).length > 0;
+        if (answer.read >= request.budget && !done() && more()) return outOfBudget(at);
       }
     }
+    return answer;
   }
 
   /** The records at these positions, as they are now (a failure is answered, not thrown: the caller throws it). */
@@ -325,7 +305,7 @@ export class SearchDay extends DurableObject<Env> {
     if (!readDayMeta(sql)) return [];
     const wanted = new Set(positions.map((p) => p.id));
     const found = new Map<string, PresentTransaction>();
-    for (const unit of readUnits(sql, unitKeysAt(sql, [...new Set(positions.map((p) => p.at))]))) {
+    for (const unit of readUnits(sql, unitKeysAtTimes(sql, [...new Set(positions.map((p) => p.at))]))) {
       for (const tx of await this.#present(unit, expiredBefore)) {
         if (wanted.has(String(tx.record.id))) found.set(String(tx.record.id), tx);
       }
@@ -370,11 +350,6 @@ function rankOf(record: TransactionRecord, amountRefunded: number): number {
   return (STATUS_RANK[String(record.status)] ?? 0) * 1e12 + amountRefunded;
 }
 
-/** What a unit's members list holds for a transaction: a batch row's line, else its id. */
-function memberOf(id: string): number | string {
-  const parsed = parseTransactionId(id);
-  return parsed?.kind === 'batch' ? parsed.line : id;
-}
 
 /** The settlement day a settled record names (its batch id is `stl_{YYYYMMDD}_…`). */
 function settledDayOf(record: TransactionRecord): string | null {

@@ -7,9 +7,11 @@
  *
  * Writes append one fresh row per indexing call (a chunk's references, or a transaction's). The
  * object's alarm folds FOLD_AT fresh rows into a sorted run, and merges MERGE_FANIN runs of a level
- * into one run of the next, up to MAX_MERGED_LEVEL: each step is bounded (the largest merges 8 runs
- * of 2 million entries, streamed a block at a time) and the alarm goes on until nothing is left to
- * do. A look-up reads the fresh rows and one block per run.
+ * into one: a run's level is its size (`levelOf`: entries in powers of 8 from LEVEL_ENTRIES), not
+ * how many merges made it, so an API transaction's run of 64 entries merges with its like until it
+ * is as big as a batch's. Each step is bounded (the largest merges runs of at most STEP_ENTRIES in
+ * all, streamed a block at a time) and the alarm goes on until nothing is left to do. A look-up
+ * reads the fresh rows and one block per run.
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
@@ -45,14 +47,18 @@ export const FOLD_AT = 32;
 /** Runs of a level merged into one of the next. */
 export const MERGE_FANIN = 8;
 /**
- * Runs are merged up to this level and no further: a level-3 run holds about 16 million entries
- * (32 chunks × 1,000 × 8³), and merging 8 of level 2 streams 2 million × 8 entries (≈ 190 MB)
- * through SQLite in a few seconds of CPU. A week at 10 million transactions a day ends with about 9
- * runs of level 3, so a look-up reads at most about 30 blocks.
+ * Level 0 holds runs under LEVEL_ENTRIES entries (32 batch chunks' worth), level 1 under 8 times as
+ * many, and so on: a level's runs merge MERGE_FANIN at a time into a run of the same or the next
+ * level, whatever made them. Runs of MAX_MERGED_LEVEL (2 million entries or more) merge only as many
+ * as STEP_ENTRIES holds, into runs of about 16 million that merge no further. At 10 million
+ * transactions a day with both references (140 million a week), a look-up then reads at most 7 runs
+ * of each level below, about 12 of level 3 and 4 and up to FOLD_AT fresh rows: about 40 blocks,
+ * whether the references came from files or from single API transactions.
  */
+export const LEVEL_ENTRIES = 32_768;
 export const MAX_MERGED_LEVEL = 3;
 /** Entries one alarm step may fold and merge: the largest merge, within half of an invocation's CPU. */
-const STEP_ENTRIES = BLOCK_ENTRIES * 4_096;
+export const STEP_ENTRIES = BLOCK_ENTRIES * 4_096;
 const NANOSECONDS_PER_ENTRY_MERGED = 300;
 if ((STEP_ENTRIES * NANOSECONDS_PER_ENTRY_MERGED) / 1e6 > WORKERS.cpuMsPerInvocation * HALF) throw new Error('STEP_ENTRIES exceeds the CPU budget');
 
@@ -127,7 +133,7 @@ export class SearchKeys extends DurableObject<Env> {
       const pairs: { hash: number; ref: number }[] = [];
       for (const { entries } of rows) for (let i = 0; i < entryCount(entries); i++) pairs.push({ hash: hashAt(entries, i), ref: refAt(entries, i) });
       const sorted = sortedEntries(pairs);
-      const writer = new RunWriter(sql, 0);
+      const writer = new RunWriter(sql, levelOf(pairs.length));
       for (let i = 0; i < sorted.length; i += 3) writer.push(sorted[i] ?? 0, sorted[i + 1] ?? 0, sorted[i + 2] ?? 0);
       writer.close();
       const last = rows.at(-1);
@@ -142,11 +148,9 @@ export class SearchKeys extends DurableObject<Env> {
     const sql = this.ctx.storage.sql;
     let merged = 0;
     this.ctx.storage.transactionSync(() => {
-      const inputs = listRuns(sql)
-        .filter((run) => run.level === level)
-        .slice(0, MERGE_FANIN);
+      const inputs = mergeInputs(listRuns(sql), level);
       const readers = inputs.map((run) => new RunReader(sql, run.id));
-      const writer = new RunWriter(sql, level + 1);
+      const writer = new RunWriter(sql, levelOf(inputs.reduce((sum, run) => sum + run.entries, 0)));
       for (;;) {
         let best: RunReader | null = null;
         for (const reader of readers) {
@@ -172,11 +176,35 @@ export class SearchKeys extends DurableObject<Env> {
   }
 }
 
-/** The lowest level below MAX_MERGED_LEVEL holding MERGE_FANIN runs, or null. */
+/** A run's level from its size: under LEVEL_ENTRIES is 0, each next level 8 times as large. */
+export function levelOf(entries: number): number {
+  let level = 0;
+  for (let bound = LEVEL_ENTRIES; entries >= bound && level < MAX_MERGED_LEVEL + 1; bound *= MERGE_FANIN) level++;
+  return level;
+}
+
+/**
+ * The oldest runs of `level` to merge: MERGE_FANIN of them, or at MAX_MERGED_LEVEL as many of the
+ * oldest as STEP_ENTRIES holds (at least two).
+ */
+function mergeInputs(runs: readonly RunRow[], level: number): RunRow[] {
+  const same = runs.filter((run) => run.level === level);
+  if (level < MAX_MERGED_LEVEL) return same.slice(0, MERGE_FANIN);
+  const inputs: RunRow[] = [];
+  let total = 0;
+  for (const run of same) {
+    if (inputs.length >= 2 && total + run.entries > STEP_ENTRIES) break;
+    inputs.push(run);
+    total += run.entries;
+  }
+  return inputs;
+}
+
+/** The lowest level up to MAX_MERGED_LEVEL holding MERGE_FANIN runs, or null. */
 function mergeableLevel(runs: readonly RunRow[]): number | null {
   const counts = new Map<number, number>();
   for (const run of runs) counts.set(run.level, (counts.get(run.level) ?? 0) + 1);
-  for (const [level, count] of [...counts].sort((a, b) => a[0] - b[0])) if (level < MAX_MERGED_LEVEL && count >= MERGE_FANIN) return level;
+  for (const [level, count] of [...counts].sort((a, b) => a[0] - b[0])) if (level <= MAX_MERGED_LEVEL && count >= MERGE_FANIN) return level;
   return null;
 }
 

@@ -42,7 +42,7 @@ export function registerTransactionSearch(registry: Registry): void {
     },
     responses: {
       200: ok('A page of the matches, how many match, the window searched and the next page\'s cursor.', transactionSearchResponseSchema),
-      ...errors([400, 401, 413], { 400: 'A malformed filter (the message names it), a card number in a value, a cursor of another search, altered, or issued to another merchant (cursors are signed).' }),
+      ...errors([400, 401, 413, 429], { 400: 'A malformed filter (the message names it), a card number in a value, a cursor of another search, altered, or issued to another merchant (cursors are signed).', 429: 'The merchant\'s searches are over their rate (docs/limits.md): retry after `Retry-After` seconds.' }),
     },
   });
   const exportRecord = successEnvelopeSchema(transactionExportStateSchema);
@@ -59,7 +59,7 @@ export function registerTransactionSearch(registry: Registry): void {
       'endpoints subscribed to it. A settlement batch\'s transactions: `settlement_batch_id` `=` its id. Kept 10 days (BATCH_RETENTION_DAYS).',
     security: SECRET_KEY,
     request: { body: { required: true, content: json(transactionExportSchema, { settlement_batch_id: { operator: '=', value: 'stl_20261124_sandbox_demo0000000000000000' } }) } },
-    responses: { 202: ok('The export, started.', exportRecord), ...errors([400, 401, 413]) },
+    responses: { 202: ok('The export, started.', exportRecord), ...errors([400, 401, 413, 429], { 429: 'Over the merchant\'s export rate, or 3 of its exports are running (docs/limits.md): retry after `Retry-After` seconds.' }) },
   });
   registry.registerPath({
     method: 'get',
@@ -105,7 +105,7 @@ export function registerConsoleTransactions(registry: Registry): void {
     summary: 'The console\'s search: the same request and answer as POST /api/transaction/search',
     security: CONSOLE_SESSION,
     request: { ...CSRF, body: { required: true, content: json(transactionSearchSchema) } },
-    responses: { 200: ok('A page of the matches.', transactionSearchResponseSchema), ...errors([400, 401, 403, 413], { 403: 'Another origin, or a missing or wrong X-CSRF-Token.' }) },
+    responses: { 200: ok('A page of the matches.', transactionSearchResponseSchema), ...errors([400, 401, 403, 413, 429], { 403: 'Another origin, or a missing or wrong X-CSRF-Token.' }) },
   });
   registry.registerPath({
     method: 'get',
@@ -125,7 +125,7 @@ export function registerConsoleTransactions(registry: Registry): void {
     summary: 'The console\'s export: the same as POST /api/transaction/export',
     security: CONSOLE_SESSION,
     request: { ...CSRF, body: { required: true, content: json(transactionExportSchema) } },
-    responses: { 202: ok('The export, started.', exportRecord), ...errors([400, 401, 403, 413], { 403: 'Another origin, or a missing or wrong X-CSRF-Token.' }) },
+    responses: { 202: ok('The export, started.', exportRecord), ...errors([400, 401, 403, 413, 429], { 403: 'Another origin, or a missing or wrong X-CSRF-Token.' }) },
   });
   registry.registerPath({
     method: 'get',

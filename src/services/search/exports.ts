@@ -14,6 +14,7 @@ import { isoTimestamp, type Clock } from '../../lib/time';
 import { NUMERIC_RESULT_COLUMNS, RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import type { SearchFilters, TransactionExportState } from '../../schemas/transaction-search';
 import { exportFileKey, type ExportRow } from '../../storage/search/exports';
+import { releaseExportSlot, takeExportSlot } from '../../storage/running-exports';
 import { insertEventWithDeliveries, markEnqueued } from '../../storage/webhooks';
 import { EXPORT_PAGE_RECORDS } from './limits';
 import { runSearch } from './query';
@@ -58,7 +59,16 @@ export function exportView(row: ExportRow): TransactionExportState {
   };
 }
 
-export type ExportStart = { ok: true; export: TransactionExportState } | { ok: false; field: string; message: string };
+export type ExportStart = { ok: true; export: TransactionExportState } | { ok: false; field: string; message: string } | { ok: false; busy: true; message: string };
+
+/**
+ * Exports of one merchant written at once: each reads its whole window through the index, so a
+ * merchant (or a loop in its integration) cannot keep many of those reads going. A slot taken longer
+ * ago than EXPORT_SLOT_STALE_MS stops counting: the longest export (60 million rows in steps of
+ * 50,000) ends well within it, so only an export that never finished is past it.
+ */
+export const EXPORTS_RUNNING_MAX = 3;
+export const EXPORT_SLOT_STALE_MS = 24 * 3_600_000;
 
 /**
  * Starts an export of the search `filters` describe (the window defaulting as a search's does);
@@ -71,6 +81,11 @@ export async function startExport(env: Env, merchantId: string, filters: SearchF
   const window = searchWindow(filters.created_at, now);
   if (!window.ok) return window;
   const id = randomId(20, 'exp_');
+  const startedAt = isoTimestamp(now);
+  const staleBefore = isoTimestamp(new Date(now.getTime() - EXPORT_SLOT_STALE_MS));
+  if (!(await takeExportSlot(env.DB, { merchantId, exportId: id, startedAt, staleBefore, max: EXPORTS_RUNNING_MAX }))) {
+    return { ok: false, busy: true, message: `${EXPORTS_RUNNING_MAX} exports of this merchant are running; start another when one has completed` };
+  }
   const row = await transactionExport(env, id).start({ id, merchantId, query: { conditions: conditions.value, window: window.value }, createdAt: isoTimestamp(now) }, options.arm ?? true);
   return { ok: true, export: exportView(row) };
 }
@@ -175,6 +190,8 @@ export async function exportStep(env: Env, row: ExportRow, pending: Uint8Array, 
     rows += page.records.length;
     if (page.next === null) {
       await writer.finish();
+      // Given back as soon as it is written; a failure here leaves the slot to go stale.
+      await releaseExportSlot(env.DB, next.id).catch(() => undefined);
       next.status = 'completed';
       next.completedAt = isoTimestamp(now);
       next.deleteAt = isoTimestamp(new Date(now.getTime() + retentionDays(env) * DAY_MS));
@@ -189,6 +206,7 @@ export async function exportStep(env: Env, row: ExportRow, pending: Uint8Array, 
 /** An export that cannot go on: its upload dropped, its file never made. */
 export async function abandonExport(env: Env, row: ExportRow, reason: string, now: Date): Promise<ExportRow> {
   if (row.uploadId !== null) await env.FILES.resumeMultipartUpload(exportFileKey(row.merchantId, row.id), row.uploadId).abort().catch(() => undefined);
+  await releaseExportSlot(env.DB, row.id).catch(() => undefined);
   return { ...row, status: 'failed', failureReason: reason, uploadId: null, parts: [], deleteAt: isoTimestamp(new Date(now.getTime() + retentionDays(env) * DAY_MS)) };
 }
 

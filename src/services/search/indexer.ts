@@ -17,6 +17,7 @@ import { unitKeyString, type UnitInput, type UnitKey } from '../../storage/searc
 import type { KeyRef } from '../../storage/search/keys';
 import { chunkPage, ledgerShardName, parseTransactionId } from '../transactions/ledger';
 import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
+import { unitRow } from './unit-rows';
 
 /** (merchant, shard, day) pairs this isolate knows the directory holds: one directory call per shard and day, not per chunk. */
 const registered = new MemoryCache<true>(10_000);
@@ -86,7 +87,9 @@ export async function indexUnits(env: Env, merchantId: string, units: readonly U
       const fresh = dayUnits.filter((unit) => missing.has(unitKeyString(unit)));
       if (fresh.length === 0) return;
       await addReferences(env, merchantId, day, fresh);
-      const added = await stub.add({ merchantId, day }, fresh);
+      // Packed and compressed here, in this invocation, not in the day object every writer of the day shares.
+      const rows = await Promise.all(fresh.map(unitRow));
+      const added = await stub.add({ merchantId, day }, rows);
       if (typeof added !== 'number') throw new Error(`search day ${day} could not be written: ${added.failed}`);
     }),
   );

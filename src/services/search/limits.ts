@@ -21,6 +21,17 @@ export const SCAN_BUDGET_RECORDS = 200_000;
 const MICROSECONDS_PER_RECORD = 5;
 if ((SCAN_BUDGET_RECORDS * MICROSECONDS_PER_RECORD) / 1000 > WORKERS.cpuMsPerInvocation * HALF) throw new Error('SCAN_BUDGET_RECORDS exceeds the CPU budget');
 
+/**
+ * Rows one search reads in all (records decoded, or index entries counted), over every day it asks:
+ * each day's call gets its share of what is left. A first page counts its window only as far as
+ * this goes; past it `total_count` is a lower bound and `total_count_exact` false, and the page
+ * still ends with a cursor where reading stopped. 2,000,000 rows are about 10 s of CPU spread over
+ * the day objects asked, and $0.002 of rows read, whatever the merchant's volume.
+ */
+export const SEARCH_ROWS_READ_MAX = 2_000_000;
+/** The least a day is asked to read: below it the search stops asking and says its count is not exact. */
+export const DAY_READ_MIN = 1_000;
+
 /** Deepest `offset` (FluidPay's paging): positions cost about 100 bytes each in an RPC answer. */
 export const MAX_OFFSET = 10_000;
 export const MAX_LIMIT = 100;

@@ -14,7 +14,7 @@ import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycl
 import { recordView } from '../fluidpay/record';
 import type { TransactionRecordView } from '../../schemas/transaction-response';
 import { keyHash, shardOfId } from './indexer';
-import { DAY_CONCURRENCY, DAY_WAVE, KEY_REFS_MAX, MAX_SEARCH_DAYS, SCAN_BUDGET_RECORDS } from './limits';
+import { DAY_CONCURRENCY, DAY_READ_MIN, DAY_WAVE, KEY_REFS_MAX, MAX_SEARCH_DAYS, SCAN_BUDGET_RECORDS, SEARCH_ROWS_READ_MAX } from './limits';
 import { searchDay, searchDirectory, searchKeys, weeksBetween } from './names';
 import type { SearchWindow } from './request';
 
@@ -32,6 +32,8 @@ export interface SearchInput {
   after: Position | null;
   /** Count every match (a first page; a cursor's page carries its first page's count). */
   count: boolean;
+  /** Rows the search may read in all (default SEARCH_ROWS_READ_MAX; a test passes a smaller one). */
+  readMax?: number;
 }
 
 export interface SearchPage {
@@ -59,7 +61,10 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
   const capped = plan.length > MAX_SEARCH_DAYS;
   plan = plan.slice(0, MAX_SEARCH_DAYS);
 
-  const scan = async (p: DayPlan, want: number, count: boolean): Promise<DayScanAnswer> => {
+  // What this search may still read, shared out among the days asked together.
+  let left = input.readMax ?? SEARCH_ROWS_READ_MAX;
+  const share = (days: number) => Math.min(SCAN_BUDGET_RECORDS, Math.floor(left / days));
+  const scan = async (p: DayPlan, want: number, count: boolean, budget: number): Promise<DayScanAnswer> => {
     const answer = await searchDay(env, merchantId, p.day).scan({
       from: maxIso(input.window.from, `${p.day}T00:00:00.000Z`),
       to: minIso(windowTo, new Date(Date.parse(`${p.day}T00:00:00.000Z`) + DAY_MS).toISOString()),
@@ -68,7 +73,7 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
       conditions: [...input.conditions],
       want,
       count,
-      budget: SCAN_BUDGET_RECORDS,
+      budget,
       expiredBefore,
     });
     if ('failed' in answer) throw new Error(`search day ${p.day} could not be read: ${answer.failed}`);
@@ -82,11 +87,18 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
   let total = 0;
   let exact = !capped;
   let asked = 0;
+  let outOfRows = false;
   while (asked < plan.length && positions.length < need && stopped === null) {
     const wave = plan.slice(asked, asked + DAY_WAVE);
+    const budget = share(wave.length);
+    if (budget < DAY_READ_MIN) {
+      outOfRows = true;
+      break;
+    }
     asked += wave.length;
-    const answers = await Promise.all(wave.map((p) => scan(p, need - positions.length, input.count)));
+    const answers = await Promise.all(wave.map((p) => scan(p, need - positions.length, input.count, budget)));
     for (const answer of answers) {
+      left -= answer.read;
       total += answer.count;
       exact &&= answer.exact;
       if (stopped !== null || positions.length >= need) continue;
@@ -95,19 +107,30 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
       if (answer.stoppedAt !== null && positions.length < need) stopped = { at: answer.stoppedAt, id: '' };
     }
   }
-  if (input.count && asked < plan.length) {
-    const counts = await mapWithConcurrency(plan.slice(asked), DAY_CONCURRENCY, (p) => scan(p, 0, true));
-    for (const answer of counts) {
+  // The older days are only counted, DAY_CONCURRENCY at a time, while rows are left to read.
+  for (let counted = asked; input.count && !outOfRows && counted < plan.length; ) {
+    const group = plan.slice(counted, counted + DAY_CONCURRENCY);
+    const budget = share(group.length);
+    if (budget < DAY_READ_MIN) {
+      exact = false;
+      break;
+    }
+    counted += group.length;
+    for (const answer of await mapWithConcurrency(group, DAY_CONCURRENCY, (p) => scan(p, 0, true, budget))) {
+      left -= answer.read;
       total += answer.count;
       exact &&= answer.exact;
     }
   }
+  if (outOfRows) exact = false;
 
   const page = positions.slice(input.offset, input.offset + input.limit);
   const records = await pageRecords(env, merchantId, page, expiredBefore);
   let next: Position | null = null;
   if (positions.length > input.offset + input.limit) next = page.at(-1) ?? null;
   else if (stopped !== null) next = stopped;
+  // The rows this search may read ran out before the page filled: the next page starts below the days read.
+  else if (outOfRows) next = { at: `${plan[asked - 1]?.day ?? fromDay}T00:00:00.000Z`, id: '' };
   // Older days were not asked (more than MAX_SEARCH_DAYS): the next page starts below them.
   else if (capped) next = { at: `${plan.at(-1)?.day ?? fromDay}T00:00:00.000Z`, id: '' };
   return { records, totalCount: total, exact, next };

@@ -52,6 +52,10 @@ const MIGRATIONS: readonly string[] = [
      record TEXT NOT NULL
    ) WITHOUT ROWID;
    CREATE INDEX IF NOT EXISTS changes_settled ON changes(settled_on) WHERE settled_on IS NOT NULL;`,
+  // A settlement day's units read newest first a few hundred at a time (storage/search/day-keys.ts).
+  `CREATE INDEX IF NOT EXISTS units_settled_at ON units(settled_on, at) WHERE settled_on IS NOT NULL;
+   CREATE INDEX IF NOT EXISTS changes_settled_at ON changes(settled_on, at) WHERE settled_on IS NOT NULL;
+   CREATE INDEX IF NOT EXISTS units_shard_at ON units(shard, at);`,
 ];
 export const SEARCH_DAY_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -188,6 +192,11 @@ export function readDayMeta(sql: SqlStorage): DayMeta | null {
   return row ? { merchantId: row.merchant_id, day: row.day, deleteAt: row.delete_at } : null;
 }
 
+/** Whether the tables are of an older schema version than this build's. */
+export function dayNeedsUpgrade(sql: SqlStorage): boolean {
+  return (sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v ?? 0) < SEARCH_DAY_SCHEMA_VERSION;
+}
+
 /** Creates or upgrades the tables and writes the meta row once; answers the meta in force. */
 export function initialiseDay(sql: SqlStorage, meta: DayMeta): DayMeta {
   migrate(sql, MIGRATIONS);
@@ -270,16 +279,20 @@ export function unitMembers(sql: SqlStorage, key: UnitKey): (number | string)[] 
   return row ? (JSON.parse(row.members) as (number | string)[]) : [];
 }
 
-/** How many records the units created in [from, to) hold: their stored counts, no record read. */
-export function countBetween(sql: SqlStorage, from: string, to: string): number {
-  if (!hasTables(sql)) return 0;
-  return sql.exec<{ n: number }>('SELECT COALESCE(SUM(count), 0) AS n FROM units WHERE at >= ? AND at < ?', from, to).one().n;
-}
-
-/** The keys of a shard's units created in [from, to). */
-export function unitKeysOfShard(sql: SqlStorage, shard: string, from: string, to: string): UnitKey[] {
-  if (!hasTables(sql)) return [];
-  return sql.exec<UnitKey>('SELECT shard, page, at FROM units WHERE shard = ? AND at >= ? AND at < ?', shard, from, to).toArray();
+/**
+ * How many records the newest `limit` units created in [from, to) hold: their stored counts (one
+ * index entry read per unit, no record), and how many units were counted (`limit`: maybe more).
+ */
+export function countBetween(sql: SqlStorage, from: string, to: string, limit: number): { count: number; units: number } {
+  if (!hasTables(sql)) return { count: 0, units: 0 };
+  return sql
+    .exec<{ count: number; units: number }>(
+      'SELECT COALESCE(SUM(count), 0) AS count, COUNT(*) AS units FROM (SELECT count FROM units WHERE at >= ? AND at < ? ORDER BY at DESC LIMIT ?)',
+      from,
+      to,
+      limit,
+    )
+    .one();
 }
 
 /** The keys of the units of a page (several when a chunk's rows were claimed by more than one attempt). */
@@ -293,24 +306,6 @@ export function unitKeysOfFloorPage(sql: SqlStorage, shard: string, page: string
   if (!hasTables(sql)) return [];
   const found = sql.exec<{ page: string | null }>('SELECT MAX(page) AS page FROM units WHERE shard = ? AND page <= ?', shard, page).one().page;
   return found === null ? [] : unitKeysOfPage(sql, shard, found);
-}
-
-/** The keys of units created at one of `ats`. */
-export function unitKeysAt(sql: SqlStorage, ats: readonly string[]): UnitKey[] {
-  if (ats.length === 0 || !hasTables(sql)) return [];
-  return sql.exec<UnitKey>('SELECT shard, page, at FROM units WHERE at IN (SELECT value FROM json_each(?))', JSON.stringify(ats)).toArray();
-}
-
-/** The keys of units holding transactions settled on `day`: marked whole, or holding a change settled then. */
-export function unitKeysSettledOn(sql: SqlStorage, day: string): UnitKey[] {
-  if (!hasTables(sql)) return [];
-  return sql
-    .exec<UnitKey>(
-      `SELECT shard, page, at FROM units WHERE settled_on = ?1
-       UNION SELECT shard, page, at FROM changes WHERE settled_on = ?1`,
-      day,
-    )
-    .toArray();
 }
 
 /** Marks a unit's records awaiting settlement settled (the ledger's page mark), once. */
