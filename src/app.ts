@@ -20,6 +20,7 @@ import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
 import { transaction } from './routes/transaction';
 import { transactionSearch } from './routes/transaction-search';
+import { recurring } from './routes/recurring';
 import { vault } from './routes/vault';
 import { webhooks } from './routes/webhooks';
 
@@ -71,6 +72,7 @@ const api = app
   .route('/api/lookup', lookup)
   .route('/api/tokenizer', tokenizer)
   .route('/api/vault', vault)
+  .route('/api/recurring', recurring)
   // Search before the transaction routes: /search is not an id.
   .route('/api/transaction', transactionSearch)
   .route('/api/transaction', transaction)
