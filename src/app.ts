@@ -12,6 +12,7 @@ import { settlement } from './routes/settlement';
 import { docs } from './routes/docs';
 import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
+import { adminRecurring } from './routes/admin-recurring';
 import { batchEvents } from './routes/batch-events';
 import { consoleRoutes } from './routes/console';
 import { consoleTransactions } from './routes/console-transactions';
@@ -63,6 +64,7 @@ app.use('/admin/*', requireAdmin);
 app.route('/admin', admin);
 app.route('/admin', adminBins);
 app.route('/admin', adminProcessors);
+app.route('/admin', adminRecurring);
 
 // Chained so that AppType carries every merchant route's input and output (src/client.ts). The
 // progress stream is mounted before filebatch: it also takes a stream token, which filebatch's

@@ -13,6 +13,7 @@ import { runMaintenance } from './services/maintenance';
 export { BatchProgress } from './durable-objects/batch-progress';
 export { LedgerShard } from './durable-objects/ledger-shard';
 export { MerchantSettlement } from './durable-objects/merchant-settlement';
+export { RecurringBilling } from './durable-objects/recurring-billing';
 export { SandboxAcquirer } from './durable-objects/sandbox-acquirer';
 export { SearchDay } from './durable-objects/search-day';
 export { SearchDirectory } from './durable-objects/search-directory';

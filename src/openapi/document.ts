@@ -16,7 +16,7 @@ import { registerTokenizer } from './paths/tokenizer';
 import { addPaymentSourceAlternatives, registerTransaction } from './paths/transaction';
 import { registerConsoleTransactions, registerTransactionSearch } from './paths/transaction-search';
 import { registerSettlement } from './paths/settlement';
-import { registerRecurring } from './paths/recurring';
+import { registerRecurring, registerRecurringAdmin } from './paths/recurring';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
 import { README_EXAMPLES, type ReadmeExample } from './readme-examples';
@@ -27,6 +27,7 @@ const RESOURCES = [
   registerTokenizer,
   registerVault,
   registerRecurring,
+  registerRecurringAdmin,
   registerTransactionSearch,
   registerTransaction,
   registerSettlement,

@@ -206,3 +206,50 @@ export async function needingAttention(db: D1Database, merchantId: string, limit
     .all<Row>();
   return results.map(toRecord);
 }
+
+/** What one billing attempt changes: the billing state only, never the fields an API update sets. */
+export interface BillingChanges {
+  status: SubscriptionStatus;
+  cycle_date: string;
+  next_bill_date: string;
+  billings: number;
+  retries: number;
+  last_transaction_id: string | null;
+  last_decline: LastDecline | null;
+  updated_at: string;
+}
+
+/**
+ * A billing attempt's outcome, written only while the subscription is still in the state the
+ * attempt was made from (status, cycle, retries): a second run that billed the same cycle (its
+ * charge a replay of this one's), or a status call meanwhile, is not overwritten.
+ */
+export function recordBillingStatement(
+  db: D1Database,
+  merchantId: string,
+  id: string,
+  from: Pick<SubscriptionRecord, 'status' | 'cycle_date' | 'retries'>,
+  changes: BillingChanges,
+): D1PreparedStatement {
+  return db
+    .prepare(
+      `UPDATE recurring_subscriptions SET status = ?, cycle_date = ?, next_bill_date = ?, billings = ?, retries = ?, last_transaction_id = ?,
+       last_decline = ?, updated_at = ?, lease_until = ''
+       WHERE merchant_id = ? AND id = ? AND status = ? AND cycle_date = ? AND retries = ?`,
+    )
+    .bind(
+      changes.status,
+      changes.cycle_date,
+      changes.next_bill_date,
+      changes.billings,
+      changes.retries,
+      changes.last_transaction_id,
+      changes.last_decline === null ? null : JSON.stringify(changes.last_decline),
+      changes.updated_at,
+      merchantId,
+      id,
+      from.status,
+      from.cycle_date,
+      from.retries,
+    );
+}

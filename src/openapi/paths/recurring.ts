@@ -3,6 +3,8 @@ import {
   adjustmentBodySchema,
   adjustmentListSchema,
   adjustmentViewSchema,
+  billBodySchema,
+  billResultSchema,
   planBodySchema,
   planListSchema,
   planViewSchema,
@@ -15,7 +17,8 @@ import {
   subscriptionUpdateSchema,
   subscriptionViewSchema,
 } from '../../schemas/recurring';
-import { errors, json, ok, SECRET_KEY, type Registry } from './common';
+import { idParamSchema } from '../../schemas/admin';
+import { ADMIN_TOKEN, errors, json, ok, SECRET_KEY, type Registry } from './common';
 
 const tags = ['Recurring billing'];
 const deleted = ok('Deleted.', successEnvelopeSchema(deletedSchema));
@@ -192,5 +195,25 @@ export function registerRecurring(registry: Registry): void {
     security: SECRET_KEY,
     request: { params: statusParamSchema, query: statusQuerySchema },
     responses: { 200: ok('The subscription.', subscription), ...errors([400, 401, 404, 409]) },
+  });
+}
+
+export function registerRecurringAdmin(registry: Registry): void {
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/merchants/{id}/bill',
+    operationId: 'billMerchant',
+    tags: ['Admin'],
+    summary: "Bill the merchant's subscriptions due on or before a day now, as the hourly run does",
+    description:
+      'The body is optional: {"date": "YYYY-MM-DD"} bills what is due on or before that UTC day (default: today). Each due subscription is charged once per cycle ' +
+      '(its charge is keyed by subscription, cycle and attempt): calling it again charges nothing twice. 202 when the step budget ran out before everything due was billed: the merchant\'s billing object bills the rest in bounded alarm steps (docs/recurring.md).',
+    security: ADMIN_TOKEN,
+    request: { params: idParamSchema, body: { required: false, content: json(billBodySchema) } },
+    responses: {
+      200: ok('What this call charged, declined and skipped; everything due was billed.', successEnvelopeSchema(billResultSchema)),
+      202: ok('The same, with finished false: more was due; the merchant\'s billing object goes on with it.', successEnvelopeSchema(billResultSchema)),
+      ...errors([400, 401, 404, 413, 415]),
+    },
   });
 }
