@@ -14,6 +14,7 @@ export { BatchProgress } from './durable-objects/batch-progress';
 export { LedgerShard } from './durable-objects/ledger-shard';
 export { MerchantSettlement } from './durable-objects/merchant-settlement';
 export { RecurringBilling } from './durable-objects/recurring-billing';
+export { CardDeclines } from './durable-objects/card-declines';
 export { SandboxAcquirer } from './durable-objects/sandbox-acquirer';
 export { SearchDay } from './durable-objects/search-day';
 export { SearchDirectory } from './durable-objects/search-directory';
