@@ -33,7 +33,7 @@ export interface Subscription {
   retries: number;
   customer: { id: string; payment_method_id: string; payment_method_type: string };
   last_transaction_id: string | null;
-  last_decline: { transaction_id: string; date: string; processor_response_code: string | null; never_retry: boolean } | null;
+  last_decline: { transaction_id: string; date: string; processor_response_code: string | null; processor_response_text: string | null; never_retry: boolean } | null;
 }
 
 export function recurring(shop: TestMerchant, method: string, path: string, body?: unknown): Promise<Response> {
