@@ -16,6 +16,7 @@ import { adminRecurring } from './routes/admin-recurring';
 import { batchEvents } from './routes/batch-events';
 import { consoleRoutes } from './routes/console';
 import { consoleTransactions } from './routes/console-transactions';
+import { consoleSubscriptions } from './routes/console-subscriptions';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
@@ -59,6 +60,8 @@ app.get('/healthz', (c) => c.json({ status: 'ok' }));
 app.route('/console', consoleRoutes);
 // The console's Transactions page: search, detail, exports (docs/console.md, "Transactions").
 app.route('/console', consoleTransactions);
+// The console's subscriptions needing attention (docs/recurring.md).
+app.route('/console', consoleSubscriptions);
 
 app.use('/admin/*', requireAdmin);
 app.route('/admin', admin);

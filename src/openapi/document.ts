@@ -16,7 +16,7 @@ import { registerTokenizer } from './paths/tokenizer';
 import { addPaymentSourceAlternatives, registerTransaction } from './paths/transaction';
 import { registerConsoleTransactions, registerTransactionSearch } from './paths/transaction-search';
 import { registerSettlement } from './paths/settlement';
-import { registerRecurring, registerRecurringAdmin } from './paths/recurring';
+import { registerRecurring, registerRecurringAdmin, registerRecurringConsole } from './paths/recurring';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
 import { README_EXAMPLES, type ReadmeExample } from './readme-examples';
@@ -28,6 +28,7 @@ const RESOURCES = [
   registerVault,
   registerRecurring,
   registerRecurringAdmin,
+  registerRecurringConsole,
   registerTransactionSearch,
   registerTransaction,
   registerSettlement,

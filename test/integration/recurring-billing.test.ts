@@ -235,3 +235,23 @@ describe('billing in bounded steps', () => {
     }
   });
 });
+
+describe('the console', () => {
+  it('lists the subscriptions needing attention with their last decline, only the merchant’s own, with a session', async () => {
+    const merchant = await createMerchant({ name: 'Console Attention Shop' });
+    const customer = await customerWithCard(merchant, '4000000000009995');
+    const failing = await created<Subscription>(recurring(merchant, 'POST', '/subscription', { customer: { id: customer.id }, amount: 100, charge_on_day: true }));
+    const fine = await customerWithCard(merchant);
+    await created<Subscription>(recurring(merchant, 'POST', '/subscription', { customer: { id: fine.id }, amount: 100, charge_on_day: true }));
+    expect((await bill(undefined, merchant)).declined).toBe(1);
+
+    const session = await call('POST', '/console/session', { body: { api_key: merchant.secretKey }, headers: { Origin: 'http://binbatch.test' } });
+    const cookie = (session.headers.get('Set-Cookie') ?? '').split(';')[0] ?? '';
+    const response = await call('GET', '/console/subscriptions/attention', { headers: { Cookie: cookie } });
+    expect(response.status).toBe(200);
+    const list = (await response.json<{ data: Subscription[] }>()).data;
+    expect(list.map((s) => [s.id, s.status])).toEqual([[failing.id, 'failing']]);
+    expect(list[0]?.last_decline).toMatchObject({ processor_response_code: '51', never_retry: false });
+    expect((await call('GET', '/console/subscriptions/attention')).status).toBe(401);
+  });
+});

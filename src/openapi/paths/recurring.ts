@@ -217,3 +217,15 @@ export function registerRecurringAdmin(registry: Registry): void {
     },
   });
 }
+
+export function registerRecurringConsole(registry: Registry): void {
+  registry.registerPath({
+    method: 'get',
+    path: '/console/subscriptions/attention',
+    operationId: 'consoleSubscriptionsNeedingAttention',
+    tags: ['Console'],
+    summary: 'Subscriptions needing attention (failing, failed, error) with their last decline, the latest changed first (at most 100)',
+    security: [{ consoleSession: [] }],
+    responses: { 200: ok('The subscriptions.', subscriptionListSchema), ...errors([401]) },
+  });
+}
