@@ -2,6 +2,8 @@ import { env } from 'cloudflare:workers';
 import { runDurableObjectAlarm } from 'cloudflare:test';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { runDailyCron } from '../helpers/cron';
+import { createEndpoint, receiver } from '../helpers/webhooks';
+import type { TransactionEventMessage } from '../../src/schemas/webhooks';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { created, customerWithCard, okData, recurring, type Adjustment, type Plan, type Subscription } from '../helpers/recurring';
 import { billDue, LEASE_MS, recurringBillingName } from '../../src/services/recurring/billing';
@@ -253,5 +255,27 @@ describe('the console', () => {
     expect(list.map((s) => [s.id, s.status])).toEqual([[failing.id, 'failing']]);
     expect(list[0]?.last_decline).toMatchObject({ processor_response_code: '51', never_retry: false });
     expect((await call('GET', '/console/subscriptions/attention')).status).toBe(401);
+  });
+});
+
+describe('webhooks', () => {
+  it('each billing sends one transaction_create event carrying subscription_id; a second run sends none', async () => {
+    const merchant = await createMerchant({ name: 'Webhook Billing Shop' });
+    const endpoint = await createEndpoint(merchant.secretKey, { url: receiver().url, events: ['transaction_create'] });
+    const captured: TransactionEventMessage[] = [];
+    vi.spyOn(env.TRANSACTION_EVENT_QUEUE, 'sendBatch').mockImplementation(async (messages) => {
+      for (const message of messages) captured.push(message.body as TransactionEventMessage);
+      return undefined as never;
+    });
+    try {
+      const customer = await customerWithCard(merchant);
+      const subscription = await created<Subscription>(recurring(merchant, 'POST', '/subscription', { customer: { id: customer.id }, amount: 777, charge_on_day: true }));
+      expect((await bill(undefined, merchant)).charged).toBe(1);
+      expect((await bill(undefined, merchant)).charged).toBe(0);
+      expect(captured).toHaveLength(1);
+      expect(captured[0]).toMatchObject({ endpointId: endpoint.id, event: { type: 'transaction_create', data: { subscription_id: subscription.id, amount: 777 } } });
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });
