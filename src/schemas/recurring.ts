@@ -22,7 +22,8 @@ const cents = z.int('must be an integer number of cents').min(0, 'must be 0 or m
 /** Thousandths of a percent: 43440 is 43.440%; at most 100%. */
 const percentage = z.int('must be an integer (thousandths of a percent)').min(0, 'must be 0 or more').max(100_000, 'must be at most 100000 (100%)');
 const duration = z.int('must be an integer').min(0, 'must be 0 (until cancelled) or more').max(10_000, 'must be at most 10000');
-const interval = z.int('must be an integer').min(1, 'must be 1 or more').max(365, 'must be at most 365');
+/** Every N months (or days); FluidPay's SDK always sends the field, 0 when unset: 0 means 1. */
+const interval = z.int('must be an integer').min(0, 'must be 0 (taken as 1) or more').max(365, 'must be at most 365');
 export const billingFrequencyField = z.enum(['monthly', 'twice_monthly', 'daily'], 'must be monthly, twice_monthly or daily');
 const billingDays = z.string('must be a string such as "1", "1,15" or "0"').max(8, 'must be at most 8 characters');
 const billDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date, YYYY-MM-DD');
@@ -148,8 +149,11 @@ export const subscriptionCreateSchema = z
   .meta({ id: 'RecurringSubscriptionRequest', description: "A subscription's own billing fields override its plan's." });
 export type SubscriptionCreate = z.infer<typeof subscriptionCreateSchema>;
 
+/** FluidPay's SDK sends `customer` on every update, with an empty id when it is not to change. */
+const subscriptionCustomerUpdateSchema = subscriptionCustomerSchema.extend({ id: customerIdField.or(z.literal('')) });
+
 export const subscriptionUpdateSchema = z
-  .strictObject({ ...subscriptionFields, customer: subscriptionCustomerSchema.optional() })
+  .strictObject({ ...subscriptionFields, customer: subscriptionCustomerUpdateSchema.optional() })
   .meta({ id: 'RecurringSubscriptionUpdate' });
 export type SubscriptionUpdate = z.infer<typeof subscriptionUpdateSchema>;
 

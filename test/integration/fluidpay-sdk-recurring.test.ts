@@ -50,6 +50,7 @@ const Subscription = struct({
 type AdjustmentT = { id: string; name: string; amount: number; percentage: number; duration: number; created_at: Date };
 type PlanT = { id: string; amount: number; billing_days: string; total_add_ons: number; total_discounts: number; add_ons: AdjustmentT[]; discounts: AdjustmentT[]; created_at: Date };
 type SubscriptionT = { id: string; plan_id: string; status: string; amount: number; next_bill_date: string; customer: { id: string; payment_method_id: string }; total_adds: number };
+type PlanUpdated = PlanT & { billing_cycle_interval: number };
 
 let shop: TestMerchant;
 beforeAll(async () => {
@@ -96,10 +97,11 @@ describe("FluidPay's SDK: Plans and Subscriptions", () => {
     expect(plan.add_ons[0]).toMatchObject({ id: addOn.id, amount: 500, duration: 1 });
     expect((await doOne<PlanT>(Plan, 'GET', `recurring/plan/${plan.id}`)).id).toBe(plan.id);
     expect((await doList<PlanT>(Plan, 'GET', 'recurring/plans')).data.map((p) => p.id)).toContain(plan.id);
-    const updatedPlan = await doOne<PlanT>(Plan, 'POST', `recurring/plan/${plan.id}`, {
-      body: { name: 'Gold', amount: 2500, billing_cycle_interval: 1, billing_frequency: 'twice_monthly', billing_days: '1,15', duration: 12 },
+    const updatedPlan = await doOne<PlanUpdated>(Plan, 'POST', `recurring/plan/${plan.id}`, {
+      // billing_cycle_interval is not omitempty: 0 when the caller left it unset, taken as 1.
+      body: { name: 'Gold', amount: 2500, billing_cycle_interval: 0, billing_frequency: 'twice_monthly', billing_days: '1,15', duration: 12 },
     });
-    expect(updatedPlan).toMatchObject({ amount: 2500, billing_days: '1,15', add_ons: [], discounts: [] });
+    expect(updatedPlan).toMatchObject({ amount: 2500, billing_cycle_interval: 1, billing_days: '1,15', add_ons: [], discounts: [] });
 
     const customer = await customerWithCard(shop);
     // SubscriptionRequest: the customer nested, next_bill_date "YYYY-MM-DD".
@@ -120,8 +122,9 @@ describe("FluidPay's SDK: Plans and Subscriptions", () => {
     expect(found.data.map((s) => s.id)).toEqual([subscription.id]);
     expect(found.totalCount).toBe(1);
 
-    const updated = await doOne<SubscriptionT>(Subscription, 'POST', `recurring/subscription/${subscription.id}`, { body: { customer: { id: customer.id }, amount: 3000 } });
-    expect(updated.amount).toBe(3000);
+    // Update sends SubscriptionRequest whole: `customer` is not omitempty, so its id is "" when unset.
+    const updated = await doOne<SubscriptionT>(Subscription, 'POST', `recurring/subscription/${subscription.id}`, { body: { customer: { id: '' }, amount: 3000 } });
+    expect(updated).toMatchObject({ amount: 3000, customer: { id: customer.id, payment_method_id: customer.methodId } });
 
     const status = (name: string, query?: Record<string, string>) => doOne<SubscriptionT>(Subscription, 'GET', `recurring/subscription/${subscription.id}/status/${name}`, query ? { query } : {});
     expect((await status('paused')).status).toBe('paused');

@@ -83,7 +83,7 @@ export async function savePlan(db: D1Database, merchantId: string, id: string | 
     name: body.name,
     description: body.description ?? '',
     amount: body.amount,
-    billing_cycle_interval: body.billing_cycle_interval,
+    billing_cycle_interval: Math.max(1, body.billing_cycle_interval),
     billing_frequency: body.billing_frequency,
     billing_days: body.billing_frequency === 'daily' ? body.billing_days : (days.ok ? days.days : []).join(','),
     charge_on_day: body.charge_on_day ?? false,

@@ -62,8 +62,10 @@ export function subscriptionView(record: SubscriptionRecord): SubscriptionView {
 type Body = SubscriptionCreate | SubscriptionUpdate;
 
 /** The record a create or an update makes: `base` (the stored one, or the plan's fields) with the body over it. */
-async function compose(db: D1Database, merchantId: string, body: Body, base: SubscriptionRecord | null, now: Date): Promise<CatalogResult<SubscriptionRecord>> {
+async function compose(db: D1Database, merchantId: string, sent: Body, base: SubscriptionRecord | null, now: Date): Promise<CatalogResult<SubscriptionRecord>> {
   const errors: FieldError[] = [];
+  // An update's customer with an empty id (FluidPay's SDK sends one on every update) changes nothing.
+  const body: Body = sent.customer?.id === '' ? { ...sent, customer: undefined } : sent;
   const planId = body.plan_id ?? base?.plan_id ?? '';
   const plan = body.plan_id !== undefined ? await findPlan(db, merchantId, body.plan_id) : null;
   if (body.plan_id !== undefined && !plan) errors.push({ field: 'plan_id', msg: `no plan ${body.plan_id}` });
@@ -113,7 +115,7 @@ async function compose(db: D1Database, merchantId: string, body: Body, base: Sub
     billing_address_id: body.customer?.billing_address_id ?? base?.billing_address_id ?? '',
     shipping_address_id: body.customer?.shipping_address_id ?? base?.shipping_address_id ?? '',
     amount,
-    billing_cycle_interval: body.billing_cycle_interval ?? from?.billing_cycle_interval ?? 1,
+    billing_cycle_interval: body.billing_cycle_interval || from?.billing_cycle_interval || 1,
     billing_frequency: frequency,
     billing_days: billingDays,
     charge_on_day: chargeOnDay,
