@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { runDailyCron } from '../helpers/cron';
 import { createEndpoint, receiver } from '../helpers/webhooks';
 import type { TransactionEventMessage } from '../../src/schemas/webhooks';
+import { transactionExport } from '../../src/services/search/exports';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { created, customerWithCard, okData, recurring, type Adjustment, type Plan, type Subscription } from '../helpers/recurring';
 import { billDue, LEASE_MS, recurringBillingName } from '../../src/services/recurring/billing';
@@ -277,5 +278,30 @@ describe('webhooks', () => {
     } finally {
       vi.restoreAllMocks();
     }
+  });
+});
+
+describe('exports', () => {
+  it('an export filtered by subscription_id holds its billings, the subscription_id column filled (the result columns’)', async () => {
+    const merchant = await createMerchant({ name: 'Export Billing Shop' });
+    const customer = await customerWithCard(merchant);
+    const subscription = await created<Subscription>(recurring(merchant, 'POST', '/subscription', { customer: { id: customer.id }, amount: 4242, charge_on_day: true }));
+    expect((await bill(undefined, merchant)).charged).toBe(1);
+    // A sale of the same customer outside the subscription is not in it.
+    expect((await call('POST', '/api/transaction', { key: merchant.secretKey, body: { transaction_type: 'sale', amount: 100, customer_id: customer.id } })).status).toBe(201);
+    const started = await call('POST', '/api/transaction/export', { key: merchant.secretKey, body: { subscription_id: { operator: '=', value: subscription.id } } });
+    expect(started.status).toBe(202);
+    const id = (await started.json<Envelope<{ id: string }>>()).data.id;
+    for (let steps = 0; steps < 50; steps++) {
+      const { export: row } = await transactionExport(env, id).run(new Date().toISOString());
+      if (row?.status !== 'running') break;
+    }
+    const text = await (await call('GET', `/api/transaction/export/${id}/download`, { key: merchant.secretKey })).text();
+    const [header, ...rows] = text.trim().split('\n');
+    const column = header?.split(',').indexOf('"subscription_id"') ?? -1;
+    expect(column).toBeGreaterThan(0);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.split(',')[column]).toBe(`"${subscription.id}"`);
+    expect(rows[0]).toContain('4242');
   });
 });
