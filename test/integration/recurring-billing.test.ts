@@ -5,6 +5,7 @@ import { runDailyCron } from '../helpers/cron';
 import { createEndpoint, receiver } from '../helpers/webhooks';
 import type { TransactionEventMessage } from '../../src/schemas/webhooks';
 import { transactionExport } from '../../src/services/search/exports';
+import { merchantsWithDue } from '../../src/storage/recurring-subscriptions';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { created, customerWithCard, okData, recurring, type Adjustment, type Plan, type Subscription } from '../helpers/recurring';
 import { billDue, LEASE_MS, recurringBillingName } from '../../src/services/recurring/billing';
@@ -303,5 +304,22 @@ describe('exports', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]?.split(',')[column]).toBe(`"${subscription.id}"`);
     expect(rows[0]).toContain('4242');
+  });
+});
+
+describe('the hourly run’s list of merchants', () => {
+  it('names each merchant with something due once, and none with nothing due', async () => {
+    const due = await createMerchant({ name: 'Due Shop' });
+    const later = await createMerchant({ name: 'Later Shop' });
+    for (let i = 0; i < 3; i++) {
+      const customer = await customerWithCard(due);
+      await created<Subscription>(recurring(due, 'POST', '/subscription', { customer: { id: customer.id }, amount: 100, charge_on_day: true }));
+    }
+    const customer = await customerWithCard(later);
+    await created<Subscription>(recurring(later, 'POST', '/subscription', { customer: { id: customer.id }, amount: 100, next_bill_date: addDays(today(), 3) }));
+    const listed = await merchantsWithDue(env.DB, today(), 1000);
+    expect(listed.filter((id) => id === due.id)).toHaveLength(1);
+    expect(listed).not.toContain(later.id);
+    expect(await merchantsWithDue(env.DB, addDays(today(), 3), 1000)).toContain(later.id);
   });
 });
