@@ -482,3 +482,93 @@ CREATE INDEX IF NOT EXISTS upload_fingerprints_created ON upload_fingerprints(cr
 -- `webhook_stuck_deliveries` a day after their attempt was due; this partial index finds them
 -- without reading the deliveries that are done (src/services/webhooks/retention.ts).
 CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+
+-- ============================================================================================
+-- Recurring billing (docs/recurring.md): add-ons, discounts, plans and subscriptions.
+-- A plan's and a subscription's add-ons and discounts are stored resolved (the referenced one with
+-- the overrides merged in), as JSON of at most 20 entries each: a later edit of an add-on does not
+-- change what an existing plan or subscription bills, as a subscription copies its plan's fields
+-- when it is created.
+-- ============================================================================================
+CREATE TABLE IF NOT EXISTS recurring_adjustments (
+  merchant_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('addon', 'discount')),
+  id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  amount INTEGER NOT NULL DEFAULT 0,
+  percentage INTEGER NOT NULL DEFAULT 0,
+  duration INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, kind, id)
+);
+
+CREATE TABLE IF NOT EXISTS recurring_plans (
+  merchant_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  amount INTEGER NOT NULL,
+  billing_cycle_interval INTEGER NOT NULL,
+  billing_frequency TEXT NOT NULL,
+  billing_days TEXT NOT NULL,
+  charge_on_day INTEGER NOT NULL DEFAULT 0,
+  duration INTEGER NOT NULL DEFAULT 0,
+  add_ons TEXT NOT NULL DEFAULT '[]',
+  discounts TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, id)
+);
+
+-- One row per subscription, its billing fields resolved (its own, else its plan's). The billing run
+-- pages through the due ones by (merchant_id, next_bill_date, id) with LIMIT; `lease_until` keeps
+-- two runs from billing one subscription at once (the ledger's idempotency key, subscription and
+-- cycle, keeps a cycle charged at most once whatever happens to the lease).
+CREATE TABLE IF NOT EXISTS recurring_subscriptions (
+  merchant_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  plan_id TEXT NOT NULL DEFAULT '',
+  description TEXT NOT NULL DEFAULT '',
+  customer_id TEXT NOT NULL,
+  payment_method_id TEXT NOT NULL,
+  payment_method_type TEXT NOT NULL,
+  billing_address_id TEXT NOT NULL DEFAULT '',
+  shipping_address_id TEXT NOT NULL DEFAULT '',
+  amount INTEGER NOT NULL,
+  billing_cycle_interval INTEGER NOT NULL,
+  billing_frequency TEXT NOT NULL,
+  billing_days TEXT NOT NULL,
+  charge_on_day INTEGER NOT NULL DEFAULT 0,
+  duration INTEGER NOT NULL DEFAULT 0,
+  add_ons TEXT NOT NULL DEFAULT '[]',
+  discounts TEXT NOT NULL DEFAULT '[]',
+  po_number TEXT NOT NULL DEFAULT '',
+  tax_amount INTEGER NOT NULL DEFAULT 0,
+  tax_exempt INTEGER NOT NULL DEFAULT 0,
+  status TEXT NOT NULL,
+  -- The cycle being billed (its scheduled day); the next attempt's day is next_bill_date (later
+  -- than cycle_date while a declined cycle waits for its retry).
+  cycle_date TEXT NOT NULL DEFAULT '',
+  next_bill_date TEXT NOT NULL DEFAULT '',
+  billings INTEGER NOT NULL DEFAULT 0,
+  retries INTEGER NOT NULL DEFAULT 0,
+  last_transaction_id TEXT,
+  last_decline TEXT,
+  lease_until TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, id)
+);
+-- The billing run's cursor: the due subscriptions of a merchant in bill-date order.
+CREATE INDEX IF NOT EXISTS recurring_subscriptions_due ON recurring_subscriptions (merchant_id, next_bill_date, id)
+  WHERE status IN ('active', 'failing');
+-- Merchants with something due, for the hourly run (one entry per merchant, not per subscription).
+CREATE INDEX IF NOT EXISTS recurring_subscriptions_due_any ON recurring_subscriptions (next_bill_date, merchant_id)
+  WHERE status IN ('active', 'failing');
+-- The console's "needs attention" list.
+CREATE INDEX IF NOT EXISTS recurring_subscriptions_status ON recurring_subscriptions (merchant_id, status, updated_at);
+-- ============================================================================================
+-- End of recurring billing.
+-- ============================================================================================

@@ -5,7 +5,8 @@
 //
 //   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
-//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost, search (baseline always runs)
+//   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost, search, recurring (baseline always runs)
+//   npm run bench -- --only recurring --recurring-subs N   N subscriptions due today billed step by step (default 2,000)
 //   npm run bench -- --only largest        the largest workloads (a 500,000-row file and an API day shard of
 //                                          a million transactions, settled and archived step by step, the
 //                                          CPU and heap of each step against the limits); not in a full run
@@ -31,6 +32,7 @@ import { fairnessScenarios } from './bench/scenarios/fairness.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
 import { runCost } from './bench/scenarios/cost.mjs';
 import { runSearchBench } from './bench/scenarios/search.mjs';
+import { runRecurringBench } from './bench/scenarios/recurring.mjs';
 import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios, runLimiterInIsolate } from './bench/scenarios/lookup.mjs';
 import { startServer } from './bench/server.mjs';
@@ -39,7 +41,7 @@ import { runLargest } from './bench/scenarios/largest.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search', 'largest'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search', 'recurring', 'largest'];
 /** A full run: every group but `largest` (an hour on its own; run it with --only largest). */
 const FULL_GROUPS = GROUPS.filter((g) => g !== 'largest');
 const { values } = parseArgs({
@@ -57,6 +59,7 @@ const { values } = parseArgs({
     port: { type: 'string' },
     'inspector-port': { type: 'string' },
     'largest-rows': { type: 'string' },
+    'recurring-subs': { type: 'string' },
     'largest-api': { type: 'string' },
     'largest-heap-limit': { type: 'string' },
   },
@@ -92,6 +95,7 @@ const settings = {
   port: values.port ? Number(values.port) : null,
   inspectorPort: values['inspector-port'] ? Number(values['inspector-port']) : null,
   largestRows: values['largest-rows'] ? Number(values['largest-rows']) : null,
+  recurringSubs: values['recurring-subs'] ? Number(values['recurring-subs']) : null,
   largestApi: values['largest-api'] ? Number(values['largest-api']) : null,
   largestHeapLimit: values['largest-heap-limit'] ? Number(values['largest-heap-limit']) : null,
 };
@@ -253,6 +257,17 @@ if (settings.groups.has('search') && wanted('search')) {
     failed = true;
     log(`search: ${error.message}`);
     rows.push({ group: 'search', scenario: 'search', skipped: `failed: ${error.message}` });
+  }
+}
+
+// Recurring billing: subscriptions due today billed in bounded steps (docs/recurring.md); a server of its own.
+if (settings.groups.has('recurring') && wanted('recurring')) {
+  try {
+    for (const row of await runRecurringBench(ctx)) rows.push({ group: 'recurring', ...row });
+  } catch (error) {
+    failed = true;
+    log(`recurring: ${error.message}`);
+    rows.push({ group: 'recurring', scenario: 'recurring', skipped: `failed: ${error.message}` });
   }
 }
 

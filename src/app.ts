@@ -12,14 +12,17 @@ import { settlement } from './routes/settlement';
 import { docs } from './routes/docs';
 import { adminBins } from './routes/admin-bins';
 import { adminProcessors } from './routes/admin-processors';
+import { adminRecurring } from './routes/admin-recurring';
 import { batchEvents } from './routes/batch-events';
 import { consoleRoutes } from './routes/console';
 import { consoleTransactions } from './routes/console-transactions';
+import { consoleSubscriptions } from './routes/console-subscriptions';
 import { filebatch } from './routes/filebatch';
 import { lookup } from './routes/lookup';
 import { tokenizer } from './routes/tokenizer';
 import { transaction } from './routes/transaction';
 import { transactionSearch } from './routes/transaction-search';
+import { recurring } from './routes/recurring';
 import { vault } from './routes/vault';
 import { webhooks } from './routes/webhooks';
 
@@ -57,11 +60,14 @@ app.get('/healthz', (c) => c.json({ status: 'ok' }));
 app.route('/console', consoleRoutes);
 // The console's Transactions page: search, detail, exports (docs/console.md, "Transactions").
 app.route('/console', consoleTransactions);
+// The console's subscriptions needing attention (docs/recurring.md).
+app.route('/console', consoleSubscriptions);
 
 app.use('/admin/*', requireAdmin);
 app.route('/admin', admin);
 app.route('/admin', adminBins);
 app.route('/admin', adminProcessors);
+app.route('/admin', adminRecurring);
 
 // Chained so that AppType carries every merchant route's input and output (src/client.ts). The
 // progress stream is mounted before filebatch: it also takes a stream token, which filebatch's
@@ -71,6 +77,7 @@ const api = app
   .route('/api/lookup', lookup)
   .route('/api/tokenizer', tokenizer)
   .route('/api/vault', vault)
+  .route('/api/recurring', recurring)
   // Search before the transaction routes: /search is not an id.
   .route('/api/transaction', transactionSearch)
   .route('/api/transaction', transaction)

@@ -16,6 +16,8 @@ export { MerchantSettlement } from './durable-objects/merchant-settlement';
 export { ReceiptBudget } from './durable-objects/receipt-budget';
 export { ReceiptPace } from './durable-objects/receipt-pace';
 export { PendingUpload } from './durable-objects/pending-upload';
+export { RecurringBilling } from './durable-objects/recurring-billing';
+export { CardDeclines } from './durable-objects/card-declines';
 export { SandboxAcquirer } from './durable-objects/sandbox-acquirer';
 export { SearchDay } from './durable-objects/search/day';
 export { SearchDirectory } from './durable-objects/search/directory';

@@ -16,6 +16,7 @@ import { registerTokenizer } from './paths/tokenizer';
 import { addPaymentSourceAlternatives, registerTransaction } from './paths/transaction';
 import { registerConsoleTransactions, registerTransactionSearch } from './paths/transaction-search';
 import { registerSettlement } from './paths/settlement';
+import { registerRecurring, registerRecurringAdmin, registerRecurringConsole } from './paths/recurring';
 import { registerVault } from './paths/vault';
 import { registerWebhooks } from './paths/webhooks';
 import { README_EXAMPLES, type ReadmeExample } from './readme-examples';
@@ -25,6 +26,9 @@ const RESOURCES = [
   registerLookup,
   registerTokenizer,
   registerVault,
+  registerRecurring,
+  registerRecurringAdmin,
+  registerRecurringConsole,
   registerTransactionSearch,
   registerTransaction,
   registerSettlement,
@@ -40,6 +44,7 @@ const RESOURCES = [
 const TAGS = [
   { name: 'BIN lookup', description: 'Card metadata and surchargeability (secret key).' },
   { name: 'Tokens and vault', description: 'Temp tokens (public or secret key) and the customer vault (secret key).' },
+  { name: 'Recurring billing', description: "Add-ons, discounts, plans and subscriptions at FluidPay's paths; each billing is a sale (secret key)." },
   { name: 'Transactions', description: 'One sale, authorize or credit through the engine the batch files use (secret key).' },
   { name: 'Settlement', description: "The merchant's daily settlement batches (secret key)." },
   { name: 'Batch files', description: 'Upload a CSV of transactions, follow it, download the results (secret key).' },

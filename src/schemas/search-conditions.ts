@@ -32,6 +32,7 @@ export const STRING_FIELDS = [
   'payment_type',
   'processor_id',
   'customer_id',
+  'subscription_id',
   'settlement_batch_id',
   ...ADDRESS_FIELDS.map((f) => `billing_${f}` as const),
   ...ADDRESS_FIELDS.map((f) => `shipping_${f}` as const),

@@ -179,6 +179,8 @@ export interface TransactionRequest {
   idempotencyKey: string;
   /** Batch: the row's line number in the file (header = line 1). */
   line?: number;
+  /** A subscription's billing: the subscription charged (the record's subscription_id). */
+  subscriptionId?: string;
 }
 
 /** A problem with one field of a transaction request. */

@@ -41,7 +41,7 @@ const columns = {
   processor_type: z.string(),
   processor_id: z.string(),
   processor_name: z.string(),
-  subscription_id: notModelled,
+  subscription_id: z.string().nullable().meta({ description: 'The subscription a recurring billing charged (docs/recurring.md); null for other transactions.' }),
   currency_iso_code: z.string().regex(/^[A-Z]{3}$/),
   customer_id: text,
   email_address: text,

@@ -118,6 +118,7 @@ const filters = {
   payment_type: stringQuery('card or ach.', ['card', 'ach']),
   processor_id: stringQuery('The processor used.'),
   customer_id: stringQuery('The vault customer charged (`=`: answered from the week index).'),
+  subscription_id: stringQuery('The subscription a recurring billing charged (docs/recurring.md).'),
   settlement_batch_id: stringQuery('stl_{YYYYMMDD}_{processor id} (`=`: answered from the days holding what settled that day).'),
   created_at: dateRange('The window searched. Without it, the last four months (FluidPay\'s default); the answer\'s `window` says which window was searched.'),
   captured_at: dateRange('When captured.'),

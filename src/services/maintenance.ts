@@ -21,6 +21,7 @@ import type { Clock } from '../lib/time';
 import { deleteLapsedUploadFingerprints } from './batches/fingerprints';
 import { deleteExpiredBatchRecords } from './batches/records';
 import { deleteExpiredResults } from './batches/results';
+import { startDueBilling } from './recurring/billing';
 import { deleteExpiredWebhookEvents, failStuckDeliveries } from './webhooks/retention';
 
 /** What one run may spend: half of the smaller of D1's queries and the planned subrequests per invocation. */
@@ -44,6 +45,8 @@ export const MAINTENANCE_JOBS: readonly MaintenanceJob[] = [
   { name: 'webhook_retention', maxStatements: 240, run: deleteExpiredWebhookEvents },
   { name: 'webhook_stuck_deliveries', maxStatements: 20, run: failStuckDeliveries },
   { name: 'upload_fingerprint_retention', maxStatements: 20, run: deleteLapsedUploadFingerprints },
+  // Starts each merchant's billing object for what is due today; the objects bill in bounded alarm ticks.
+  { name: 'recurring_billing', maxStatements: 40, run: startDueBilling },
 ];
 
 export type JobReport = { job: string; ok: true; outcome: JobOutcome } | { job: string; ok: false };

@@ -76,6 +76,7 @@ describe('the daily jobs', () => {
       'webhook_retention',
       'webhook_stuck_deliveries',
       'upload_fingerprint_retention',
+      'recurring_billing',
     ]);
     const batchId = await completedBatch();
     expect(await resultParts(batchId)).toBe(1);
@@ -94,6 +95,7 @@ describe('the daily jobs', () => {
     expect(lines.slice(3).map((line) => [line.event, line.finished])).toEqual([
       ['webhook_stuck_deliveries', true],
       ['upload_fingerprint_retention', true],
+      ['recurring_billing', true],
     ]);
     // The later jobs did their work; the failed one left its batch as it was.
     expect(await eventExists(eventId)).toBe(false);

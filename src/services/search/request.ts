@@ -72,7 +72,7 @@ export function searchConditions(filters: SearchFilters): Parsed<Condition[]> {
     if (query) conditions.push({ kind: 'string', field, op: query.operator, value: query.value });
   };
   text('id', filters.transaction_id);
-  for (const field of ['type', 'status', 'ip_address', 'order_id', 'po_number', 'payment_method', 'payment_type', 'processor_id', 'customer_id', 'settlement_batch_id', 'batch_id', 'card_brand', 'last_four'] as const) {
+  for (const field of ['type', 'status', 'ip_address', 'order_id', 'po_number', 'payment_method', 'payment_type', 'processor_id', 'customer_id', 'subscription_id', 'settlement_batch_id', 'batch_id', 'card_brand', 'last_four'] as const) {
     text(field, filters[field]);
   }
   for (const kind of ['billing', 'shipping'] as const) {

@@ -39,6 +39,7 @@ import { merchantProcessors } from './processors/registry';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
 import { invalidRecord } from './records';
 import { normaliseInput, validateTransaction, type ValidTransaction } from './validation';
+import { cardRefusals, recordCardDeclines } from '../declines/card-guard';
 
 export type { Engine } from './payment-resolution';
 
@@ -164,7 +165,7 @@ class EngineCall {
     if (valid.length === 0) return this.#finish(outcomes);
 
     // 3. Payment resolution and amounts, with lookups shared across requests.
-    const toClaim = await this.#resolve(prepared, valid, outcomes);
+    const toClaim = await this.#refuseRetriedCards(prepared, await this.#resolve(prepared, valid, outcomes), outcomes);
     // 4. Claim: every request's record written in one call to its shard, in status `processing`,
     // before any processor is asked. A key another attempt claimed first is not charged here.
     const claimedIds = await this.#ledger.claim(toClaim.map(({ claim }) => claim.stored));
@@ -179,6 +180,7 @@ class EngineCall {
     const lost = toClaim.filter((entry) => !held.includes(entry));
     // 5. The processor, once per claim held; the answers complete the claims in one call.
     const done = await chargeClaims(this.#ledger, await this.#loadAccounts(), held.map(({ claim }) => claim));
+    await this.#rememberDeclines(held.map(({ claim }) => ({ charge: claim.charge, record: done.get(String(claim.stored.record.id))?.record })));
     const ours = new Map<string, StoredTransaction>();
     const unanswered: { index: number; claim: HeldClaim }[] = [...lost];
     for (const entry of held) {
@@ -247,6 +249,25 @@ class EngineCall {
       else outcomes[index] = this.#invalid(prepared[index] as Prepared, resolution.errors);
     });
     return toClaim;
+  }
+
+  /** Attempts the card networks forbid (a never-retry decline, too many retries: declines/card-guard.ts) are refused before any claim. */
+  async #refuseRetriedCards(prepared: Prepared[], toClaim: { index: number; claim: HeldClaim }[], outcomes: (TransactionOutcome | undefined)[]) {
+    const refusals = await cardRefusals(this.#engine.env, this.#engine.caller.merchantId, toClaim.map(({ claim }) => claim.charge), this.#now);
+    return refusals.size === 0 ? toClaim : toClaim.filter(({ index }, i) => {
+      const errors = refusals.get(i);
+      if (errors) outcomes[index] = this.#invalid(prepared[index] as Prepared, errors);
+      return !errors;
+    });
+  }
+
+  /** The declines are remembered for the rule above; a failure to remember is logged, never loses the answers. */
+  async #rememberDeclines(answered: Parameters<typeof recordCardDeclines>[2]): Promise<void> {
+    try {
+      await recordCardDeclines(this.#engine.env, this.#engine.caller.merchantId, answered, this.#now);
+    } catch (err) {
+      console.error(JSON.stringify({ level: 'error', event: 'card_declines_not_recorded', message: err instanceof Error ? err.message.slice(0, 200) : 'unknown' }));
+    }
   }
 
   async #answerTaken(

@@ -230,6 +230,7 @@ export class Resolver {
     const processed: ProcessedTransaction = {
       id: this.#meta.idFor(prepared.request),
       idempotencyKey: prepared.request.idempotencyKey,
+      subscriptionId: prepared.request.subscriptionId ?? null,
       createdAt: this.#meta.createdAt,
       context: this.#meta.context,
       userName: caller.merchantName,

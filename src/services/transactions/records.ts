@@ -38,6 +38,8 @@ export type ResolvedPayment =
 /** A request ready for its processor: everything the record holds except the processor's answer. */
 export interface ProcessedTransaction {
   id: string;
+  /** A subscription's billing: its id (services/recurring/billing.ts). */
+  subscriptionId?: string | null;
   idempotencyKey: string;
   createdAt: string;
   context: TransactionContext;
@@ -152,6 +154,7 @@ export function pendingRecord(p: ProcessedTransaction): TransactionRecord {
     type: tx.type,
     transaction_source: p.context.source,
     ip_address: p.context.ipAddress,
+    subscription_id: p.subscriptionId ?? null,
     amount: amounts.amount,
     amount_authorized: 0,
     amount_captured: 0,

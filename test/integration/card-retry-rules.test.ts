@@ -1,0 +1,108 @@
+/**
+ * The card networks' rules on trying a declined card again, at every door: an API sale, a batch row
+ * and a subscription's billing are refused before the processor, with the rule named.
+ */
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
+import { CARD_HEADER, csv, parseResult, QUEUE_TEST_TIMEOUT, uploadOk, waitForStatus } from '../helpers/batch';
+import { created, customerWithCard, okData, recurring, type Subscription } from '../helpers/recurring';
+import { brokenRule } from '../../src/services/declines/card-guard';
+import { utcDay } from '../../src/services/transactions/ledger';
+import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
+import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
+
+const PICK_UP = '4000000000009045';
+const VISA = '4111111111111111';
+const MASTERCARD = '5555555555554444';
+/** The sandbox declines this total whatever the card (gateway rules): a retryable decline. */
+const DECLINED_AMOUNT = 300;
+
+let keys = 0;
+function sale(merchant: TestMerchant, number: string, amount = 1000): Promise<Response> {
+  return call('POST', '/api/transaction', {
+    key: merchant.secretKey,
+    headers: { 'Idempotency-Key': `retry-rules-${crypto.randomUUID()}-${++keys}` },
+    body: { transaction_type: 'sale', amount, cc_number: number, cc_expiration: '12/39' },
+  });
+}
+
+async function processorCharges(merchant: TestMerchant): Promise<number> {
+  const acquirer = env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(defaultSandboxProcessorId(merchant.id), utcDay(new Date())));
+  return (await acquirer.list()).reduce((sum, row) => sum + row.chargeCalls, 0);
+}
+
+describe('a decline the networks forbid retrying', () => {
+  it('API: the card is refused at this merchant from then on (400 naming the rule, the processor not asked), not at another', async () => {
+    const shop = await createMerchant({ name: 'Pick-up Shop' });
+    const elsewhere = await createMerchant({ name: 'Elsewhere' });
+    const first = await sale(shop, PICK_UP);
+    expect(first.status).toBe(201);
+    expect((await first.json<Envelope<{ response: string; processor_response_code: string }>>()).data).toMatchObject({ response: 'declined', processor_response_code: '04' });
+    const calls = await processorCharges(shop);
+
+    const again = await sale(shop, PICK_UP, 500);
+    expect(again.status).toBe(400);
+    const body = await again.json<Envelope>();
+    expect(body.errors).toEqual([{ field: 'card', msg: expect.stringContaining('Visa category 1') }]);
+    expect(body.msg).not.toContain(PICK_UP);
+    expect(await processorCharges(shop)).toBe(calls);
+    // Another merchant's attempt is its own.
+    expect((await sale(elsewhere, PICK_UP)).status).toBe(201);
+    // Other cards at this merchant go on.
+    expect((await sale(shop, VISA)).status).toBe(201);
+  });
+
+  it('batch rows: a row on that card gets a result line naming the rule', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
+    const shop = await createMerchant({ name: 'Batch Pick-up Shop' });
+    expect((await sale(shop, PICK_UP)).status).toBe(201);
+    const id = await uploadOk(shop.secretKey, csv(CARD_HEADER, [['sale', '1000', PICK_UP, '12/39', 'A1'], ['sale', '1000', VISA, '12/39', 'A2']]));
+    await waitForStatus(shop.secretKey, id, 'completed');
+    const result = parseResult(await (await call('GET', `/api/filebatch/${id}/download`, { key: shop.secretKey })).text());
+    expect(result.rows.map((row) => row.response)).toEqual(['error', 'approved']);
+    expect(result.rows[0]?.processor_response_text).toContain('Visa category 1');
+  });
+
+  it('subscriptions: billing a card that had such a decline at this merchant is refused, the subscription needs attention', async () => {
+    const shop = await createMerchant({ name: 'Subscription Pick-up Shop' });
+    expect((await sale(shop, PICK_UP)).status).toBe(201);
+    const customer = await customerWithCard(shop, PICK_UP);
+    const subscription = await created<Subscription>(recurring(shop, 'POST', '/subscription', { customer: { id: customer.id }, amount: 100, charge_on_day: true }));
+    const calls = await processorCharges(shop);
+    const billed = await admin('POST', `/admin/merchants/${shop.id}/bill`);
+    expect((await billed.json<Envelope<{ charged: number; skipped: number }>>()).data).toMatchObject({ charged: 0, skipped: 1 });
+    expect(await processorCharges(shop)).toBe(calls);
+    const after = await okData<Subscription>(recurring(shop, 'GET', `/subscription/${subscription.id}`));
+    expect(after.status).toBe('error');
+    expect(after.last_decline?.processor_response_text).toContain('Visa category 1');
+  });
+});
+
+describe('the networks’ limits on retrying a declined card', () => {
+  it('Mastercard: 10 attempts on a declined card in 24 hours, then refused before the processor', async () => {
+    const shop = await createMerchant({ name: 'Mastercard Retries' });
+    for (let i = 0; i < 10; i++) { const r = await sale(shop, MASTERCARD, DECLINED_AMOUNT); expect(r.status, await r.text()).toBe(201); }
+    const eleventh = await sale(shop, MASTERCARD, DECLINED_AMOUNT);
+    expect(eleventh.status).toBe(400);
+    expect((await eleventh.json<Envelope>()).errors?.[0]?.msg).toContain('Mastercard allows at most 10 attempts on a declined card in 24 hours');
+  });
+
+  it('Visa: 20 declined reattempts in 30 days (from 19 May 2025), then refused', async () => {
+    const shop = await createMerchant({ name: 'Visa Retries' });
+    for (let i = 0; i < 21; i++) { const r = await sale(shop, VISA, DECLINED_AMOUNT); expect(r.status, `attempt ${i + 1}: ${await r.text()}`).toBe(201); }
+    const next = await sale(shop, VISA, DECLINED_AMOUNT);
+    expect(next.status).toBe(400);
+    expect((await next.json<Envelope>()).errors?.[0]?.msg).toContain('Visa allows at most 20 reattempts of a declined card in 30 days');
+  });
+
+  it('the rules by brand, date and window', () => {
+    const may2025 = Date.UTC(2025, 4, 19);
+    expect(brokenRule('visa', { never: false, last24h: 16, last30d: 16 }, may2025 - 1)).toContain('at most 15 reattempts');
+    expect(brokenRule('visa', { never: false, last24h: 16, last30d: 16 }, may2025)).toBeNull();
+    expect(brokenRule('visa', { never: false, last24h: 0, last30d: 21 }, may2025)).toContain('at most 20 reattempts');
+    expect(brokenRule('mastercard', { never: false, last24h: 9, last30d: 34 }, may2025)).toBeNull();
+    expect(brokenRule('mastercard', { never: false, last24h: 2, last30d: 35 }, may2025)).toContain('35 attempts on a declined card in 30 days');
+    expect(brokenRule('amex', { never: false, last24h: 50, last30d: 50 }, may2025)).toBeNull();
+    expect(brokenRule('amex', { never: true, last24h: 1, last30d: 1 }, may2025)).toContain('forbid retrying');
+  });
+});
