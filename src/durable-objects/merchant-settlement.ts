@@ -18,7 +18,7 @@ import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
 import type { ShardIdentity } from '../storage/ledger-shard';
 import {
-  batchEntries,
+  batchSlices,
   deleteBatchesBefore,
   initialiseSettlement,
   oldestBatchDate,
@@ -29,6 +29,7 @@ import {
   upgradeSettlement,
   writeCutoff,
   type BatchSearch,
+  type BatchSlice,
   type SettlementBatch,
 } from '../storage/settlement';
 import {
@@ -349,9 +350,10 @@ export class MerchantSettlement extends DurableObject<Env> {
     return searchBatches(this.ctx.storage.sql, search);
   }
 
-  async batch(id: string, limit: number, offset: number): Promise<{ batch: SettlementBatch; transactions: { id: string; type: string; amount: number }[] } | null> {
+  /** A batch with where the page [offset, offset + limit) of its transactions lies (services/settlement/batch-transactions.ts reads it). */
+  async batch(id: string, limit: number, offset: number, maxPieces: number): Promise<{ batch: SettlementBatch; slices: BatchSlice[] } | null> {
     const batch = readBatches(this.ctx.storage.sql, [id])[0];
-    return batch ? { batch, transactions: batchEntries(this.ctx.storage.sql, id, limit, offset) } : null;
+    return batch ? { batch, slices: batchSlices(this.ctx.storage.sql, id, limit, offset, maxPieces) } : null;
   }
 
   /** The index, for tests and operators (the first 1,000 names). */

@@ -12,6 +12,7 @@ import type { Caller } from '../../src/env';
 import { HALF, RPC } from '../../src/lib/platform-limits';
 import { authenticateKey } from '../../src/services/merchants';
 import { settlementObject } from '../../src/services/settlement/index-registry';
+import { getSettlementBatch } from '../../src/services/settlement/runs';
 import { getTransaction, processTransactions } from '../../src/services/transactions/engine';
 import { runOperation } from '../../src/services/transactions/operations';
 import { admin, createMerchant, type TestMerchant } from '../helpers/api';
@@ -73,7 +74,7 @@ async function dayOfBusiness(merchant: TestMerchant, caller: Caller): Promise<{ 
 async function batchIds(merchant: TestMerchant, batchId: string, limit: number): Promise<string[]> {
   const ids: string[] = [];
   for (let offset = 0; ; offset += limit) {
-    const page = await settlementObject(env, merchant.id).batch(batchId, limit, offset);
+    const page = await getSettlementBatch(env, merchant.id, batchId, { limit, offset });
     if (!page) throw new Error('no batch');
     ids.push(...page.transactions.map((t) => t.id));
     if (page.transactions.length < limit) return ids;

@@ -25,6 +25,9 @@ import {
   type OperationBegin,
   type OperationCompletion,
   type OperationRequest,
+  type PieceSlice,
+  readSettledSlices,
+  type SettledEntry,
   type RetentionOutcome,
   type SettleAnswer,
   type SettleRequest,
@@ -110,6 +113,17 @@ export class LedgerShard extends DurableObject<Env> {
   /** Settles the shard's money captured before `request.before` (settlement.ts). */
   async settle(shard: ShardIdentity, request: SettleRequest): Promise<SettleAnswer | ShardFailure> {
     return answerOrFailure(() => settleShard(this.#shard, shard, request));
+  }
+
+  /**
+   * Slices of the pieces this shard handed to settlement: a settlement batch's transactions are read
+   * here (the settlement object keeps each piece's totals only). A shard never written answers empty
+   * lists and stays empty.
+   */
+  async settledSlices(slices: readonly PieceSlice[]): Promise<SettledEntry[][]> {
+    this.#upgrade();
+    if (!readMeta(this.ctx.storage.sql)) return slices.map(() => []);
+    return readSettledSlices(this.ctx.storage.sql, slices);
   }
 
   /**
