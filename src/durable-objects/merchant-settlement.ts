@@ -16,7 +16,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
-import type { ShardIdentity } from '../storage/ledger-shard';
+import type { HandoffPiece, ShardIdentity } from '../storage/ledger-shard';
 import {
   batchSlices,
   deleteBatchesBefore,
@@ -55,7 +55,7 @@ import { announceSettlement } from '../services/settlement/events';
 import { systemClock } from '../lib/time';
 import { DURABLE_OBJECTS, HALF, WORKERS } from '../lib/platform-limits';
 import { DEFAULT_CUTOFF, batchDateOf, lastCutoff } from '../services/settlement/cutoff';
-import { indexSettlement } from '../services/search/changes'; // search (issue 33)
+import { indexSettlement } from '../services/search/changes';
 
 const DAY_MS = 86_400_000;
 
@@ -249,10 +249,19 @@ export class MerchantSettlement extends DurableObject<Env> {
           progressed = true;
           if (answer.piece) {
             const piece = answer.piece;
-            // search (issue 33): the piece's transactions marked settled in the search index before the piece is recorded
-            // (a failure throws: the step fails and the shard answers the same piece again). Its object calls
-            // count in the step's budget of subrequests, as the shard calls do.
-            calls += await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt, piece.held);
+            // The piece's transactions are marked settled in the search index before the piece is
+            // recorded; its object calls count in the step's budget of subrequests, as the shard calls
+            // do. An index object that fails holds back this shard only: the shard waits (the same
+            // backoff as a failing shard) and answers the same piece again, while the others go on.
+            const indexed = await this.#index(merchantId, name, piece, run.settledAt);
+            if (typeof indexed === 'string') {
+              const failures = failShard(sql, name, indexed, (n) => new Date(Date.parse(now) + Math.min(RETRY_BASE_MS * 2 ** (n - 1), RETRY_MAX_MS)).toISOString());
+              console.log(JSON.stringify({ level: 'error', event: 'settlement_index_failed', shard: name, failures, error: indexed }));
+              failed.push(name);
+              calls++;
+              break;
+            }
+            calls += indexed;
             this.ctx.storage.transactionSync(() => recordPiece(sql, name, piece, { id: run.id, at: now, batchIdOf: settlementBatchId }));
             acked = piece.seq;
             entries += piece.entries.length;
@@ -292,6 +301,15 @@ export class MerchantSettlement extends DurableObject<Env> {
     console.log(JSON.stringify({ level: 'warn', event: 'settlement_run_closed', run: run.id, waiting }));
     await this.#finish(run.id, now);
     return null;
+  }
+
+  /** Marks a piece's transactions settled in the search index: the calls made, or why it failed. */
+  async #index(merchantId: string, shard: string, piece: { entries: HandoffPiece['entries']; batchDate: string; held: string[] }, settledAt: string): Promise<number | string> {
+    try {
+      return await indexSettlement(this.env, merchantId, shard, piece.entries, piece.batchDate, settledAt, piece.held);
+    } catch (err) {
+      return err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error';
+    }
   }
 
   /** One shard call; a rejected call (the shard's object failed) is a failure like an answered one. */
