@@ -22,6 +22,7 @@ import { deleteLapsedUploadFingerprints } from './batches/fingerprints';
 import { deleteExpiredBatchRecords } from './batches/records';
 import { deleteExpiredResults } from './batches/results';
 import { deleteExpiredWebhookEvents, failStuckDeliveries } from './webhooks/retention';
+import { deleteExpiredExportFiles } from './search/export-sweep';
 
 /** What one run may spend: half of the smaller of D1's queries and the planned subrequests per invocation. */
 export const MAINTENANCE_BUDGET = Math.floor(Math.min(D1.queriesPerInvocation, WORKERS.subrequestsPlanned) * HALF);
@@ -44,6 +45,8 @@ export const MAINTENANCE_JOBS: readonly MaintenanceJob[] = [
   { name: 'webhook_retention', maxStatements: 240, run: deleteExpiredWebhookEvents },
   { name: 'webhook_stuck_deliveries', maxStatements: 20, run: failStuckDeliveries },
   { name: 'upload_fingerprint_retention', maxStatements: 20, run: deleteLapsedUploadFingerprints },
+  // An export's object deletes its file at deleteAt; this sweeps files an object missed.
+  { name: 'export_file_retention', maxStatements: 40, run: deleteExpiredExportFiles },
 ];
 
 export type JobReport = { job: string; ok: true; outcome: JobOutcome } | { job: string; ok: false };

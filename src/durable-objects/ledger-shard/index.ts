@@ -46,6 +46,7 @@ import { receiptSenderDeps, runReceiptOutbox, type OutboxRun } from '../../servi
 import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { systemClock } from '../../lib/time';
+import { rearmAfterFailure } from '../../lib/alarm-guard';
 
 export { refundTransactionId } from './operations';
 
@@ -161,11 +162,15 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    // receipts (issue 32): the receipts due go first; then the alarm is set for whatever comes next.
-    const receipts = await this.runReceipts();
-    const retention = await this.runRetention(new Date().toISOString());
-    // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
-    if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt); // receipts (issue 32)
+    // A failing step (R2 down at archive time) is tried again a minute later, never dropped: a shard
+    // never archived would keep its transactions and request hashes past retention.
+    await rearmAfterFailure(this.ctx.storage, 'ledger_shard_alarm_failed', async () => {
+      // The receipts due go first; then the alarm is set for whatever comes next.
+      const receipts = await this.runReceipts();
+      const retention = await this.runRetention(new Date().toISOString());
+      // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
+      if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt);
+    });
   }
 
   // == receipts (issue 32): the outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========
