@@ -20,7 +20,8 @@ import { apiShardName } from '../helpers/ledger';
 
 const VISA = '4111111111111111';
 
-type Stub = Parameters<typeof runInDurableObject>[0];
+// Any object stub: only its storage is used.
+type Stub = DurableObjectStub<undefined>;
 
 /** Renames `table` away (a storage fault every statement on it meets), or back. */
 async function fault(stub: Stub, table: string, on: boolean): Promise<void> {
