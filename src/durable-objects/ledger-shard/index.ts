@@ -47,6 +47,7 @@ import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptSt
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { systemClock } from '../../lib/time';
 import { rearmAfterFailure } from '../../lib/alarm-guard';
+import { armNoLaterThan, CLAIM_SWEEP_GRACE_MS, claimSweepAt, isApiShard, sweepAbandonedClaims, type ClaimSweep } from './claim-sweep';
 
 export { refundTransactionId } from './operations';
 
@@ -134,7 +135,10 @@ export class LedgerShard extends DurableObject<Env> {
   async claim(shard: ShardIdentity, requests: readonly ClaimRequest[], createdAt: string): Promise<string[] | ShardFailure> {
     return answerOrFailure(async () => {
       await this.#ensure(shard);
-      return this.#claims.claim(shard, requests, createdAt);
+      const claimed = this.#claims.claim(shard, requests, createdAt);
+      // An API claim left open by a crash is swept by the alarm (claim-sweep.ts).
+      if (claimed.length > 0 && isApiShard(shard.name)) await armNoLaterThan(this.ctx.storage, claimSweepAt(this.#claims.list(shard.merchantId)));
+      return claimed;
     });
   }
 
@@ -170,7 +174,25 @@ export class LedgerShard extends DurableObject<Env> {
       const retention = await this.runRetention(new Date().toISOString());
       // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
       if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt);
+      if (!retention.archived) await this.sweepClaims(new Date().toISOString());
     });
+  }
+
+  /**
+   * Settles the API claims abandoned by a crash between the charge and its record (claim-sweep.ts)
+   * at `now` (tests pass their own), and arms the alarm for the claims still open.
+   */
+  async sweepClaims(now: string): Promise<ClaimSweep> {
+    this.#upgrade();
+    const meta = readMeta(this.ctx.storage.sql);
+    if (!meta || !isApiShard(meta.name)) return { completed: 0, released: 0, open: 0 };
+    const merchantId = meta.name.split('/')[0] ?? '';
+    const swept = await sweepAbandonedClaims(this.env, merchantId, this.#claims.list(merchantId), () => new Date(now));
+    const left = this.#claims.list(merchantId);
+    // Claims the processor could not be asked about are tried again a minute on; younger ones when they are due.
+    const at = claimSweepAt(left);
+    await armNoLaterThan(this.ctx.storage, at === null ? null : Math.max(at, Date.parse(now) + CLAIM_SWEEP_GRACE_MS));
+    return swept;
   }
 
   // == receipts (issue 32): the outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========
