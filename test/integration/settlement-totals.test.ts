@@ -11,6 +11,7 @@ import type { Caller } from '../../src/env';
 import { authenticateKey } from '../../src/services/merchants';
 import { settlementObject } from '../../src/services/settlement/index-registry';
 import { getSettlementBatch, settleMerchantNow } from '../../src/services/settlement/runs';
+import { PAGE_MAX_PIECES } from '../../src/services/settlement/batch-transactions';
 import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, saleRows, uploadOk, waitForStatus } from '../helpers/batch';
 import { likeRecords, seedShard, shardOf, templateRecord } from '../helpers/shard-seed';
@@ -86,4 +87,42 @@ describe('settlement keeps totals, not lists', () => {
     expect(found.status).toBe(200);
     expect((await found.json<{ total_count: number }>()).total_count).toBe(1_200);
   }, QUEUE_TEST_TIMEOUT * 3);
+
+  it('a batch of many tiny pieces answers pages of at most 100 pieces, and going on at offset + length lists every transaction once', async () => {
+    const shop = await createMerchant({ name: 'Tiny Pieces Shop' });
+    const caller = await callerOf(shop);
+    const template = await templateRecord(caller, new Date(D + 3 * DAY), { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: '1000' });
+    const shard = shardOf({ kind: 'api', merchantId: shop.id, day: iso(D + 3 * DAY).slice(0, 10) }, iso(D + 3 * DAY));
+    await seedShard(shard, likeRecords(template, 249, 'tiny'), 249);
+    const stub = settlementObject(env, shop.id);
+    const now = iso(D + 4 * DAY);
+    // Pieces of one transaction each: 250 pieces.
+    for (let step = 0; step < 50; step++) if ((await stub.settleNow(shop.id, now, { pageEntries: 1 })).done) break;
+    const found = await stub.search({ batchDateFrom: null, batchDateTo: null, settlementBatchId: null, limit: 10, offset: 0 });
+    const batchId = found.batches[0]?.id ?? '';
+    expect(found.batches[0]?.num_transactions).toBe(250);
+    const first = await getSettlementBatch(env, shop.id, batchId, { limit: 1_000, offset: 0 });
+    expect(first?.transactions).toHaveLength(PAGE_MAX_PIECES);
+    const ids = await allIds(shop, batchId, 1_000);
+    expect(ids).toHaveLength(250);
+    expect(new Set(ids).size).toBe(250);
+  }, QUEUE_TEST_TIMEOUT);
+
+  it("a batch recorded by the version that kept lists is still listed from its own rows", async () => {
+    const shop = await createMerchant({ name: 'Legacy Lists Shop' });
+    const stub = settlementObject(env, shop.id);
+    await stub.cutoff(shop.id);
+    const id = 'stl_20260101_sandbox_legacy';
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("INSERT INTO batches (id, batch_date, processor_id, created_at, updated_at) VALUES (?, '2026-01-01', 'sandbox_legacy', '2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z')", id);
+      state.storage.sql.exec(
+        "INSERT INTO entries (batch_id, shard, seq, num, captured, credit, entries) VALUES (?, 'gone/api/2026-01-01', 0, 3, 600, 0, ?)",
+        id,
+        JSON.stringify([['txn_old1', 'sale', 100], ['txn_old2', 'sale', 200], ['txn_old3', 'sale', 300]]),
+      );
+    });
+    const page = await getSettlementBatch(env, shop.id, id, { limit: 2, offset: 1 });
+    expect(page?.batch).toMatchObject({ num_transactions: 3, amount_captured: 600 });
+    expect(page?.transactions).toEqual([{ id: 'txn_old2', type: 'sale', amount: 200 }, { id: 'txn_old3', type: 'sale', amount: 300 }]);
+  });
 });
