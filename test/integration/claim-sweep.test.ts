@@ -75,8 +75,10 @@ describe('the sweep of abandoned API claims', () => {
       vi.spyOn(SandboxProcessor.prototype, 'lookup').mockRejectedValueOnce(new Error('processor connection refused'));
       await expect(processTransactions(env, caller, [{ input: SALE, idempotencyKey: key }], { source: 'api', ipAddress: null }, clockAt(offsetMs))).rejects.toThrow(/connection refused/);
     };
-    await unsent('auto_sweep_old', -TEN_MINUTES);
+    // The young claim first: the old one's alarm is due at once, and its sweep must not meet the
+    // young attempt's injected failures.
     await unsent('auto_sweep_young', 0);
+    await unsent('auto_sweep_old', -TEN_MINUTES);
     const day = utcDay(new Date());
     const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, day));
     // Whether the alarm (due already for the old claim) or this call sweeps first, the outcome is one.
