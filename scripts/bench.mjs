@@ -18,6 +18,10 @@
 //            --port P --inspector-port Q (the server's ports; a second server, the cost or largest one, takes P+1 and Q+1)
 //            --largest-rows N --largest-api N (smaller largest workloads, to try the group)
 //            --largest-heap-limit MB (the largest group's isolate may hold at most this much V8 heap)
+//   npm run bench -- --only bigday         one big merchant's day through the real paths (files at once, API sales
+//                                          with captures, voids and refunds, searches and an export), settled
+//                                          and archived; --bigday-scale N transactions (default 1,000,000),
+//                                          --bigday-files N files at once (default 4); not in a full run
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -37,13 +41,14 @@ import { importScenarios } from './bench/scenarios/import.mjs';
 import { lookupScenarios, runLimiterInIsolate } from './bench/scenarios/lookup.mjs';
 import { startServer } from './bench/server.mjs';
 import { runLargest } from './bench/scenarios/largest.mjs';
+import { runBigday } from './bench/scenarios/bigday.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search', 'recurring', 'largest'];
-/** A full run: every group but `largest` (an hour on its own; run it with --only largest). */
-const FULL_GROUPS = GROUPS.filter((g) => g !== 'largest');
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search', 'recurring', 'largest', 'bigday'];
+/** A full run: every group but `largest` and `bigday` (an hour each; run them with --only). */
+const FULL_GROUPS = GROUPS.filter((g) => g !== 'largest' && g !== 'bigday');
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
@@ -62,6 +67,8 @@ const { values } = parseArgs({
     'recurring-subs': { type: 'string' },
     'largest-api': { type: 'string' },
     'largest-heap-limit': { type: 'string' },
+    'bigday-scale': { type: 'string' },
+    'bigday-files': { type: 'string' },
   },
 });
 
@@ -98,6 +105,8 @@ const settings = {
   recurringSubs: values['recurring-subs'] ? Number(values['recurring-subs']) : null,
   largestApi: values['largest-api'] ? Number(values['largest-api']) : null,
   largestHeapLimit: values['largest-heap-limit'] ? Number(values['largest-heap-limit']) : null,
+  bigdayScale: values['bigday-scale'] ? Number(values['bigday-scale']) : null,
+  bigdayFiles: values['bigday-files'] ? Number(values['bigday-files']) : null,
 };
 if ((settings.port === null) !== (settings.inspectorPort === null)) {
   console.error('--port and --inspector-port go together.');
@@ -289,6 +298,17 @@ if (settings.groups.has('largest')) {
   }
 }
 
+// One big merchant's day: its own server too (bench/runs/ keeps the run).
+let bigday = null;
+if (settings.groups.has('bigday')) {
+  try {
+    bigday = await runBigday(ctx);
+  } catch (error) {
+    log(`bigday: ${error.stack ?? error.message}`);
+    failed = true;
+  }
+}
+
 // CPU per unit of work: the cost runs', and the warm lookup's with the limiter in the isolate.
 const isolated = rows.find((r) => r.limiterInIsolate && r.cpu);
 const cpu = [
@@ -317,6 +337,7 @@ const results = {
   ...(cost ? { cost: { rows: cost.rows, targets: cost.targets }, costRuns: cost.runs } : {}),
   ...(cpu.length > 0 ? { cpu } : {}),
   ...(largest ? { largest: { ...largest, phases: largest.phases.map((p) => ({ ...p, detail: undefined })) } } : {}),
+  ...(bigday ? { bigday } : {}),
   ...(runtimeEvents.length > 0 ? { runtimeEvents } : {}),
 };
 printTable(results);

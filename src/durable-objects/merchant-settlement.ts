@@ -16,9 +16,9 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env';
-import type { ShardIdentity } from '../storage/ledger-shard';
+import type { HandoffPiece, ShardIdentity } from '../storage/ledger-shard';
 import {
-  batchEntries,
+  batchSlices,
   deleteBatchesBefore,
   initialiseSettlement,
   oldestBatchDate,
@@ -29,6 +29,7 @@ import {
   upgradeSettlement,
   writeCutoff,
   type BatchSearch,
+  type BatchSlice,
   type SettlementBatch,
 } from '../storage/settlement';
 import {
@@ -251,20 +252,18 @@ export class MerchantSettlement extends DurableObject<Env> {
           if (answer.piece) {
             const piece = answer.piece;
             // The piece's transactions are marked settled in the search index before the piece is
-            // recorded; its object calls count in the step's budget of subrequests, as the shard calls do.
-            // A failing index object holds back this shard only, with the same backoff as a failing
-            // shard (the shard answers the same piece again then); the run goes on with the others.
-            const indexed = await indexSettlement(this.env, merchantId, name, piece.entries, piece.batchDate, run.settledAt, piece.held).then(
-              (n) => ({ calls: n, error: null }),
-              (err: unknown) => ({ calls: 1, error: err instanceof Error ? err.message : 'unknown error' }),
-            );
-            calls += indexed.calls;
-            if (indexed.error !== null) {
-              const failures = failShard(sql, name, `search index: ${indexed.error}`, (n) => new Date(Date.parse(now) + Math.min(RETRY_BASE_MS * 2 ** (n - 1), RETRY_MAX_MS)).toISOString());
-              console.log(JSON.stringify({ level: 'error', event: 'settlement_index_failed', shard: name, failures, error: indexed.error }));
+            // recorded; its object calls count in the step's budget of subrequests, as the shard calls
+            // do. An index object that fails holds back this shard only: the shard waits (the same
+            // backoff as a failing shard) and answers the same piece again, while the others go on.
+            const indexed = await this.#index(merchantId, name, piece, run.settledAt);
+            if (typeof indexed === 'string') {
+              const failures = failShard(sql, name, indexed, (n) => new Date(Date.parse(now) + Math.min(RETRY_BASE_MS * 2 ** (n - 1), RETRY_MAX_MS)).toISOString());
+              console.log(JSON.stringify({ level: 'error', event: 'settlement_index_failed', shard: name, failures, error: indexed }));
               failed.push(name);
+              calls++;
               break;
             }
+            calls += indexed;
             this.ctx.storage.transactionSync(() => recordPiece(sql, name, piece, { id: run.id, at: now, batchIdOf: settlementBatchId }));
             acked = piece.seq;
             entries += piece.entries.length;
@@ -304,6 +303,15 @@ export class MerchantSettlement extends DurableObject<Env> {
     console.log(JSON.stringify({ level: 'warn', event: 'settlement_run_closed', run: run.id, waiting }));
     await this.#finish(run.id, now);
     return null;
+  }
+
+  /** Marks a piece's transactions settled in the search index: the calls made, or why it failed. */
+  async #index(merchantId: string, shard: string, piece: { entries: HandoffPiece['entries']; batchDate: string; held: string[] }, settledAt: string): Promise<number | string> {
+    try {
+      return await indexSettlement(this.env, merchantId, shard, piece.entries, piece.batchDate, settledAt, piece.held);
+    } catch (err) {
+      return err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error';
+    }
   }
 
   /** One shard call; a rejected call (the shard's object failed) is a failure like an answered one. */
@@ -362,9 +370,10 @@ export class MerchantSettlement extends DurableObject<Env> {
     return searchBatches(this.ctx.storage.sql, search);
   }
 
-  async batch(id: string, limit: number, offset: number): Promise<{ batch: SettlementBatch; transactions: { id: string; type: string; amount: number }[] } | null> {
+  /** A batch with where the page [offset, offset + limit) of its transactions lies (services/settlement/batch-transactions.ts reads it). */
+  async batch(id: string, limit: number, offset: number, maxPieces: number): Promise<{ batch: SettlementBatch; slices: BatchSlice[] } | null> {
     const batch = readBatches(this.ctx.storage.sql, [id])[0];
-    return batch ? { batch, transactions: batchEntries(this.ctx.storage.sql, id, limit, offset) } : null;
+    return batch ? { batch, slices: batchSlices(this.ctx.storage.sql, id, limit, offset, maxPieces) } : null;
   }
 
   /** The index, for tests and operators (the first 1,000 names). */

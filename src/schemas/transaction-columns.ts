@@ -171,6 +171,8 @@ export interface TransactionContext {
   batchCreatedAt?: string;
   /** Batch rows: the first line of the chunk being run (the chunk's page in the batch's ledger shard). */
   chunkFirstLine?: number;
+  /** The merchant's processors when the caller already has them (a batch reads them once, not per chunk). */
+  processors?: readonly import('../storage/processors').ProcessorRecord[];
 }
 
 export interface TransactionRequest {

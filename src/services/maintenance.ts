@@ -23,6 +23,7 @@ import { deleteExpiredBatchRecords } from './batches/records';
 import { deleteExpiredResults } from './batches/results';
 import { startDueBilling } from './recurring/billing';
 import { deleteExpiredWebhookEvents, failStuckDeliveries } from './webhooks/retention';
+import { deleteExpiredExportFiles } from './search/export-sweep';
 
 /** What one run may spend: half of the smaller of D1's queries and the planned subrequests per invocation. */
 export const MAINTENANCE_BUDGET = Math.floor(Math.min(D1.queriesPerInvocation, WORKERS.subrequestsPlanned) * HALF);
@@ -47,6 +48,8 @@ export const MAINTENANCE_JOBS: readonly MaintenanceJob[] = [
   { name: 'upload_fingerprint_retention', maxStatements: 20, run: deleteLapsedUploadFingerprints },
   // Starts each merchant's billing object for what is due today; the objects bill in bounded alarm ticks.
   { name: 'recurring_billing', maxStatements: 40, run: startDueBilling },
+  // An export's object deletes its file at deleteAt; this sweeps files an object missed.
+  { name: 'export_file_retention', maxStatements: 40, run: deleteExpiredExportFiles },
 ];
 
 export type JobReport = { job: string; ok: true; outcome: JobOutcome } | { job: string; ok: false };

@@ -7,11 +7,16 @@
  *   runs     settlement runs (settlement-runs.ts)
  *   batches  the merchant's settlement batches, one per processor and day
  *   entries  what each batch holds, per shard, one row per handoff piece of the shard (`seq`, at
- *            most HANDOFF_ENTRIES_PER_PIECE transactions: id, type, amount); the totals are sums of
- *            the rows. Recording a piece again writes the same row.
+ *            most HANDOFF_ENTRIES_PER_PIECE transactions): its count and totals only, never its
+ *            transactions, so the object grows per piece (about 130 bytes for up to 5,000
+ *            transactions), not per transaction. The transactions stay in the shard that settled
+ *            them (its `settled_pieces`), and a batch's page is read there (services/settlement/
+ *            batch-transactions.ts). The `entries` column is '' for such rows; rows written by an
+ *            older version hold the piece's JSON list and are still read from it until they expire.
+ *            The totals are sums of the rows. Recording a piece again writes the same row.
  *
  * Retention: a batch and its entries are deleted TRANSACTION_RETENTION_DAYS after its day, like the
- * transactions they list; a shard leaves the index as soon as it holds nothing unsettled.
+ * transactions they count; a shard leaves the index as soon as it holds nothing unsettled.
  */
 import { exactDifference, exactInteger, type ExactInteger } from '../lib/exact-integer';
 import { hasTables as hasSettlementTables, migrate, recordedVersion } from './do-schema';
@@ -129,18 +134,17 @@ export function recordPiece(
   run: { id: number; at: string; batchIdOf: (processorId: string, batchDate: string) => string },
 ): string[] {
   const { at, id: runId } = run;
-  const byBatch = new Map<string, { processorId: string; num: number; captured: number; credit: number; entries: [string, string, number][] }>();
+  const byBatch = new Map<string, { processorId: string; num: number; captured: number; credit: number }>();
   for (const entry of piece.entries) {
     const id = run.batchIdOf(entry.processor_id, piece.batchDate);
     let group = byBatch.get(id);
     if (!group) {
-      group = { processorId: entry.processor_id, num: 0, captured: 0, credit: 0, entries: [] };
+      group = { processorId: entry.processor_id, num: 0, captured: 0, credit: 0 };
       byBatch.set(id, group);
     }
     group.num++;
     if (CREDIT_TYPES.has(entry.type)) group.credit += entry.amount;
     else group.captured += entry.amount;
-    group.entries.push([entry.id, entry.type, entry.amount]);
   }
   for (const [id, group] of byBatch) {
     sql.exec(
@@ -160,7 +164,7 @@ export function recordPiece(
       group.num,
       group.captured,
       group.credit,
-      JSON.stringify(group.entries),
+      '',
     );
   }
   sql.exec('UPDATE shards SET acked_seq = MAX(acked_seq, ?) WHERE name = ?', piece.seq, shard);
@@ -231,30 +235,49 @@ export function searchBatches(sql: SqlStorage, search: BatchSearch): { batches: 
   return { batches, total };
 }
 
+/** Where a page of a batch's transactions is: a slice of one piece of one shard. */
+export interface BatchSlice {
+  shard: string;
+  seq: number;
+  skip: number;
+  take: number;
+  /** A row written by an older version holds its transactions itself: the slice of them. */
+  entries: { id: string; type: string; amount: number }[] | null;
+}
+
 /**
- * A page of a batch's transactions, in shard order. Only the rows that hold the page are read: their
- * running counts come from the `num` column alone, so a batch of millions of transactions costs the
- * page's one or two rows of JSON, not all of them (128 MB of isolate memory).
+ * Where the page [offset, offset + limit) of a batch's transactions lies, in shard order, in at most
+ * `maxPieces` pieces (a page over more tiny pieces is cut short: the caller goes on at the offset
+ * it reached). Only the batch's count column is read to place the page (a window sum over its
+ * rows, one per piece: about 2,000 for 10 million transactions a day); only the rows holding the
+ * page are answered.
  */
-export function batchEntries(sql: SqlStorage, batchId: string, limit: number, offset: number): { id: string; type: string; amount: number }[] {
+export function batchSlices(sql: SqlStorage, batchId: string, limit: number, offset: number, maxPieces: number): BatchSlice[] {
   const rows = sql
-    .exec<{ start: number; entries: string }>(
+    .exec<{ shard: string; seq: number; start: number; num: number; entries: string }>(
       `WITH counted AS (SELECT shard, seq, num, SUM(num) OVER (ORDER BY shard, seq) AS upto FROM entries WHERE batch_id = ?1)
-       SELECT c.upto - c.num AS start, e.entries FROM counted c JOIN entries e ON e.batch_id = ?1 AND e.shard = c.shard AND e.seq = c.seq
-       WHERE c.upto > ?2 AND c.upto - c.num < ?2 + ?3 ORDER BY c.shard, c.seq`,
+       SELECT c.shard, c.seq, c.upto - c.num AS start, c.num, e.entries FROM counted c JOIN entries e ON e.batch_id = ?1 AND e.shard = c.shard AND e.seq = c.seq
+       WHERE c.upto > ?2 AND c.upto - c.num < ?2 + ?3 ORDER BY c.shard, c.seq LIMIT ?4`,
       batchId,
       offset,
       limit,
+      maxPieces,
     )
     .toArray();
-  const page: { id: string; type: string; amount: number }[] = [];
+  const slices: BatchSlice[] = [];
+  let wanted = limit;
   for (const row of rows) {
-    for (const [id, type, amount] of (JSON.parse(row.entries) as [string, string, number][]).slice(Math.max(0, offset - row.start))) {
-      if (page.length === limit) return page;
-      page.push({ id, type, amount });
-    }
+    const skip = Math.max(0, offset - row.start);
+    const take = Math.min(wanted, row.num - skip);
+    if (take <= 0) break;
+    wanted -= take;
+    const entries =
+      row.entries === ''
+        ? null
+        : (JSON.parse(row.entries) as [string, string, number][]).slice(skip, skip + take).map(([id, type, amount]) => ({ id, type, amount }));
+    slices.push({ shard: row.shard, seq: row.seq, skip, take, entries });
   }
-  return page;
+  return slices;
 }
 
 /** Deletes the batches (and their entries) of days before `day`; answers how many. */

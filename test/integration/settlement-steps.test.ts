@@ -14,6 +14,7 @@ import { authenticateKey } from '../../src/services/merchants';
 import { settlementObject } from '../../src/services/settlement/index-registry';
 import { processTransactions, runOperation } from '../../src/services/recorded';
 import { getTransaction } from '../../src/services/transactions/engine';
+import { getSettlementBatch } from '../../src/services/settlement/runs';
 import { admin, createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, uploadOk, waitForStatus } from '../helpers/batch';
 import { apiShardName, batchShardName, failShardWrites } from '../helpers/ledger';
@@ -73,7 +74,7 @@ async function dayOfBusiness(merchant: TestMerchant, caller: Caller): Promise<{ 
 async function batchIds(merchant: TestMerchant, batchId: string, limit: number): Promise<string[]> {
   const ids: string[] = [];
   for (let offset = 0; ; offset += limit) {
-    const page = await settlementObject(env, merchant.id).batch(batchId, limit, offset);
+    const page = await getSettlementBatch(env, merchant.id, batchId, { limit, offset });
     if (!page) throw new Error('no batch');
     ids.push(...page.transactions.map((t) => t.id));
     if (page.transactions.length < limit) return ids;

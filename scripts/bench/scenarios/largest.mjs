@@ -24,7 +24,7 @@ const LIMITS = { cpuMs: 30_000, heapMb: 128 };
 const GOALS = { cpuMs: 15_000, heapMb: 64 };
 
 /** One inspector session for the whole run: each step is profiled and its heap sampled. */
-class StepMeter {
+export class StepMeter {
   #session;
   #pids;
 
@@ -106,7 +106,7 @@ class StepMeter {
 
 const round = (n) => Math.round(n * 10) / 10;
 
-async function post(ctx, path, body) {
+export async function post(ctx, path, body) {
   const response = await fetch(`${ctx.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(900_000) });
   const answer = await response.json();
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${JSON.stringify(answer)}`);
@@ -114,7 +114,7 @@ async function post(ctx, path, body) {
 }
 
 /** Runs `step` until `done(answer)`, each step measured alone; answers the phase's figures. */
-async function phase(ctx, meter, name, step, done, maxSteps = 1_000) {
+export async function phase(ctx, meter, name, step, done, maxSteps = 1_000) {
   const steps = [];
   for (let i = 0; i < maxSteps; i += 1) {
     const measured = await meter.measure(step);

@@ -26,6 +26,9 @@ import {
   type OperationCompleted,
   type OperationCompletion,
   type OperationRequest,
+  type PieceSlice,
+  readSettledSlices,
+  type SettledEntry,
   type RetentionOutcome,
   type SettleAnswer,
   type SettleRequest,
@@ -44,6 +47,8 @@ import { receiptSenderDeps, runReceiptOutbox, type OutboxRun } from '../../servi
 import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptStatesIn, retentionWaits, type ReceiptState, type ResendOutcome } from '../../services/receipts/shard';
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { systemClock } from '../../lib/time';
+import { rearmAfterFailure } from '../../lib/alarm-guard';
+import { armNoLaterThan, CLAIM_SWEEP_GRACE_MS, claimSweepAt, isApiShard, sweepAbandonedClaims, type ClaimSweep } from './claim-sweep';
 
 export { refundTransactionId } from './operations';
 
@@ -114,13 +119,27 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   /**
+   * Slices of the pieces this shard handed to settlement: a settlement batch's transactions are read
+   * here (the settlement object keeps each piece's totals only). A shard never written answers empty
+   * lists and stays empty.
+   */
+  async settledSlices(slices: readonly PieceSlice[]): Promise<SettledEntry[][]> {
+    this.#upgrade();
+    if (!readMeta(this.ctx.storage.sql)) return slices.map(() => []);
+    return readSettledSlices(this.ctx.storage.sql, slices);
+  }
+
+  /**
    * Claims every entry whose key holds neither a record nor an open claim, in one step (no await
    * between the check and the write); answers the keys claimed. The rest were taken by another attempt.
    */
   async claim(shard: ShardIdentity, requests: readonly ClaimRequest[], createdAt: string): Promise<string[] | ShardFailure> {
     return answerOrFailure(async () => {
       await this.#ensure(shard);
-      return this.#claims.claim(shard, requests, createdAt);
+      const claimed = this.#claims.claim(shard, requests, createdAt);
+      // An API claim left open by a crash is swept by the alarm (claim-sweep.ts).
+      if (claimed.length > 0 && isApiShard(shard.name)) await armNoLaterThan(this.ctx.storage, claimSweepAt(this.#claims.list(shard.merchantId)));
+      return claimed;
     });
   }
 
@@ -148,13 +167,35 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    // The receipts due go first (a customer waits for them); then the alarm is set for whatever comes next.
-    const receipts = await this.runReceipts();
-    // A run that sent leaves due retention to the next alarm, at once: sends count in the Email binding's 50 subrequests.
-    if (retentionWaits(this.ctx.storage.sql, receipts, Date.now())) return this.ctx.storage.setAlarm(Date.now());
-    const retention = await this.runRetention(new Date().toISOString());
-    // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
-    if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt);
+    // A failing step (R2 down at archive time) is tried again a minute later, never dropped: a shard
+    // never archived would keep its transactions and request hashes past retention.
+    await rearmAfterFailure(this.ctx.storage, 'ledger_shard_alarm_failed', async () => {
+      // The receipts due go first (a customer waits for them); then the alarm is set for whatever comes next.
+      const receipts = await this.runReceipts();
+      // A run that sent leaves due retention to the next alarm, at once: sends count in the Email binding's 50 subrequests.
+      if (retentionWaits(this.ctx.storage.sql, receipts, Date.now())) return this.ctx.storage.setAlarm(Date.now());
+      const retention = await this.runRetention(new Date().toISOString());
+      // An archived shard is empty (no alarm); one with retention steps left keeps the alarm they set.
+      if (!retention.archived && !retention.more) await rearmShardAlarm(this.ctx.storage, receipts.nextRunAt);
+      if (!retention.archived) await this.sweepClaims(new Date().toISOString());
+    });
+  }
+
+  /**
+   * Settles the API claims abandoned by a crash between the charge and its record (claim-sweep.ts)
+   * at `now` (tests pass their own), and arms the alarm for the claims still open.
+   */
+  async sweepClaims(now: string): Promise<ClaimSweep> {
+    this.#upgrade();
+    const meta = readMeta(this.ctx.storage.sql);
+    if (!meta || !isApiShard(meta.name)) return { completed: 0, released: 0, open: 0 };
+    const merchantId = meta.name.split('/')[0] ?? '';
+    const swept = await sweepAbandonedClaims(this.env, merchantId, this.#claims.list(merchantId), () => new Date(now));
+    const left = this.#claims.list(merchantId);
+    // Claims the processor could not be asked about are tried again a minute on; younger ones when they are due.
+    const at = claimSweepAt(left);
+    await armNoLaterThan(this.ctx.storage, at === null ? null : Math.max(at, Date.parse(now) + CLAIM_SWEEP_GRACE_MS));
+    return swept;
   }
 
   // == the receipt outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========

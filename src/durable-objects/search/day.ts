@@ -11,6 +11,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
+import { rearmAfterFailure } from '../../lib/alarm-guard';
 import { gunzipText } from '../../lib/gzip';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { meetsAll } from '../../services/search/filters';
@@ -336,9 +337,11 @@ export class SearchDay extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    if (await this.runRetention(new Date().toISOString())) return;
-    const meta = readDayMeta(this.ctx.storage.sql);
-    if (meta) await this.ctx.storage.setAlarm(Date.parse(meta.deleteAt));
+    await rearmAfterFailure(this.ctx.storage, 'search_day_alarm_failed', async () => {
+      if (await this.runRetention(new Date().toISOString())) return;
+      const meta = readDayMeta(this.ctx.storage.sql);
+      if (meta) await this.ctx.storage.setAlarm(Date.parse(meta.deleteAt));
+    });
   }
 }
 

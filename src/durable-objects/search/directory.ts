@@ -7,6 +7,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
+import { rearmAfterFailure } from '../../lib/alarm-guard';
 import { retentionDays } from '../../services/transactions/ledger';
 import {
   addSettledDays,
@@ -83,7 +84,9 @@ export class SearchDirectory extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.runRetention(new Date().toISOString());
-    await this.#arm();
+    await rearmAfterFailure(this.ctx.storage, 'search_directory_alarm_failed', async () => {
+      await this.runRetention(new Date().toISOString());
+      await this.#arm();
+    });
   }
 }

@@ -8,6 +8,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
+import { rearmAfterFailure } from '../../lib/alarm-guard';
 import { redactDigits } from '../../lib/redact';
 import { abandonExport, announceExport, deleteExportFile, exportStep } from '../../services/search/exports';
 import { createExport, readExport, readPending, saveProgress, type ExportQuery, type ExportRow } from '../../storage/search/exports';
@@ -82,7 +83,11 @@ export class TransactionExport extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    const { nextAt } = await this.run(new Date().toISOString());
-    if (nextAt !== null) await this.ctx.storage.setAlarm(nextAt);
+    // Announcing (D1, a queue) and deleting the file at deleteAt (R2) may fail: the alarm is set
+    // again rather than dropped, so an export's file (personal data) is never kept past deleteAt.
+    await rearmAfterFailure(this.ctx.storage, 'export_alarm_failed', async () => {
+      const { nextAt } = await this.run(new Date().toISOString());
+      if (nextAt !== null) await this.ctx.storage.setAlarm(nextAt);
+    });
   }
 }

@@ -15,6 +15,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
+import { rearmAfterFailure } from '../../lib/alarm-guard';
 import { HALF, WORKERS } from '../../lib/platform-limits';
 import { retentionDays } from '../../services/transactions/ledger';
 import {
@@ -169,10 +170,13 @@ export class SearchKeys extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    const more = await this.upkeep(new Date().toISOString());
-    const meta = readKeysMeta(this.ctx.storage.sql);
-    if (!meta) return;
-    await this.ctx.storage.setAlarm(more ? Date.now() : Date.parse(meta.deleteAt));
+    // Folds, merges and retention ride on this one chain: a failing step is tried again, not dropped.
+    await rearmAfterFailure(this.ctx.storage, 'search_keys_alarm_failed', async () => {
+      const more = await this.upkeep(new Date().toISOString());
+      const meta = readKeysMeta(this.ctx.storage.sql);
+      if (!meta) return;
+      await this.ctx.storage.setAlarm(more ? Date.now() : Date.parse(meta.deleteAt));
+    });
   }
 }
 

@@ -21,6 +21,8 @@ export function registerSettlement(registry: Registry): void {
     operationId: 'getSettlementBatch',
     tags,
     summary: 'A settlement batch with a page of its transactions',
+    description:
+      'The batch\'s exact totals and a page of its transactions, read from the ledger shards that settled them. A page spans at most 100 handoff pieces: before the end it may be shorter than `limit`; go on at `offset` plus the transactions answered.',
     security: SECRET_KEY,
     request: { params: settlementBatchIdParamSchema, query: pageQuerySchema },
     responses: { 200: ok('The batch and its transactions (limit 1–1000, default 100; offset).', settlementBatchDetailResponseSchema), ...errors([400, 401, 404]) },

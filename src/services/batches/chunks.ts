@@ -21,7 +21,7 @@ import {
   type TransactionRequest,
 } from '../../schemas/transaction-columns';
 import { putResultPart, readUploadRange } from '../../storage/batch-files';
-import { findBatchWithCaller } from '../../storage/batches';
+import { batchContext } from './batch-context';
 import { processTransactions } from '../recorded';
 import { failBatch, lifecycleDeps } from './lifecycle';
 import { hasEnded } from './state';
@@ -39,9 +39,10 @@ export function rowIdempotencyKey(batchId: string, line: number): string {
 }
 
 export async function processChunk(env: Env, message: ChunkMessage, clock: Clock): Promise<ChunkOutcome> {
-  const found = await findBatchWithCaller(env.DB, message.batchId);
+  // The batch row, its caller and processors: once per batch per isolate (batch-context.ts).
+  const found = await batchContext(env, message.batchId, clock);
   if (!found) return { ok: false, reason: 'unknown_batch' };
-  const { batch, caller } = found;
+  const { batch, caller, processors } = found;
   const progress = env.BATCH_PROGRESS.getByName(batch.id);
 
   const text = await readUploadRange(env.FILES, batch.id, message.offset, message.length);
@@ -62,7 +63,7 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
     env,
     caller,
     requests,
-    { source: 'batch', ipAddress: batch.ip_address, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: message.firstLine },
+    { source: 'batch', ipAddress: batch.ip_address, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: message.firstLine, processors },
     clock,
   );
   if (outcomes.length !== requests.length) {

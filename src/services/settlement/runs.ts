@@ -11,7 +11,7 @@ import { settlementObject } from './index-registry';
 /**
  * Steps one "settle now" request drives (each one call to the settlement object, a subrequest of
  * the request, and a bounded invocation of the object): half of the subrequests planned for one
- * invocation. A step records up to 100,000 entries, so this is far beyond a merchant's busiest day.
+ * invocation. A step records up to 50,000 entries, so this is far beyond a merchant's busiest day.
  */
 const STEPS_PER_REQUEST = WORKERS.subrequestsPlanned * HALF;
 
@@ -47,9 +47,7 @@ export async function searchSettlementBatches(env: Env, merchantId: string, sear
   return settlementObject(env, merchantId).search(search);
 }
 
-export async function getSettlementBatch(env: Env, merchantId: string, id: string, page: { limit: number; offset: number }) {
-  return settlementObject(env, merchantId).batch(id, page.limit, page.offset);
-}
+export { settlementBatchPage as getSettlementBatch } from './batch-transactions';
 
 export async function settlementCutoff(env: Env, merchantId: string): Promise<string> {
   return settlementObject(env, merchantId).cutoff(merchantId);

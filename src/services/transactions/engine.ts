@@ -332,7 +332,8 @@ class EngineCall {
   }
 
   async #loadProcessors(): Promise<ProcessorRecord[]> {
-    return (this.#processors ??= await merchantProcessors(this.#engine.env.DB, this.#engine.caller.merchantId, this.#engine.clock));
+    const given = this.#context.processors;
+    return (this.#processors ??= given ? [...given] : await merchantProcessors(this.#engine.env.DB, this.#engine.caller.merchantId, this.#engine.clock));
   }
 
   async #loadAccounts(): Promise<ProcessorAccounts> {

@@ -48,8 +48,15 @@ if (MAX_HELD_IDS * 50 > DURABLE_OBJECTS.rowBytes * HALF) throw new Error('a held
 
 type PackedEntry = [id: string, type: string, processorId: string, amount: number];
 
-/** Acknowledges every piece up to `seq` (the settlement object has recorded them). */
+/**
+ * Acknowledges every piece up to `seq` (the settlement object has recorded them): each piece that
+ * lists transactions is kept in `settled_pieces`, where a settlement batch's transactions are read
+ * from (the settlement object keeps only each piece's totals), until the shard is archived. The
+ * shard holds its own transactions only, so this grows with the shard (about 55 bytes per settled
+ * transaction), never with the merchant.
+ */
 export function acknowledgeHandoff(sql: SqlStorage, seq: number): void {
+  sql.exec('INSERT OR IGNORE INTO settled_pieces (seq, batch_date, entries) SELECT seq, batch_date, entries FROM handoff WHERE seq <= ? AND num > 0', seq);
   sql.exec('DELETE FROM handoff WHERE seq <= ?', seq);
 }
 
@@ -88,4 +95,42 @@ export function insertHandoff(sql: SqlStorage, batchDate: string, entries: reado
 /** Whether any piece waits for the settlement object. */
 export function holdsHandoff(sql: SqlStorage): boolean {
   return sql.exec('SELECT 1 FROM handoff LIMIT 1').toArray().length > 0;
+}
+
+/** Which of a piece's transactions a batch listing asks for: those of one processor, from `skip`, at most `take`. */
+export interface PieceSlice {
+  seq: number;
+  processorId: string;
+  skip: number;
+  take: number;
+}
+
+/**
+ * The transactions `slices` ask for, one list per slice in order (acknowledged pieces, or one a run
+ * is still handing over). A piece the shard no longer holds (archived) answers an empty list. The
+ * answer is at most the slices' `take`s (a page of a batch), however large the pieces.
+ */
+export function readSettledSlices(sql: SqlStorage, slices: readonly PieceSlice[]): SettledEntry[][] {
+  const seqs = [...new Set(slices.map((slice) => slice.seq))];
+  const rows = sql
+    .exec<{ seq: number; entries: string }>(
+      `SELECT seq, entries FROM settled_pieces WHERE seq IN (SELECT value FROM json_each(?1))
+       UNION ALL SELECT seq, entries FROM handoff WHERE seq IN (SELECT value FROM json_each(?1)) AND seq NOT IN (SELECT seq FROM settled_pieces)`,
+      JSON.stringify(seqs),
+    )
+    .toArray();
+  const bySeq = new Map(rows.map((row) => [row.seq, row.entries]));
+  return slices.map((slice) => {
+    const json = bySeq.get(slice.seq);
+    if (json === undefined) return [];
+    const out: SettledEntry[] = [];
+    let seen = 0;
+    for (const [id, type, processorId, amount] of JSON.parse(json) as PackedEntry[]) {
+      if (processorId !== slice.processorId) continue;
+      if (seen++ < slice.skip) continue;
+      out.push({ id, type, processor_id: processorId, amount });
+      if (out.length >= slice.take) break;
+    }
+    return out;
+  });
 }

@@ -15,6 +15,9 @@
  *   meta        when the shard's period started, when its request hashes are cleared, when it is
  *               archived; whether it is in its merchant's settlement index
  *   receipt_outbox  the email receipts its transactions ask for (storage/receipt-outbox.ts)
+ *   handoff     what a settlement run settled here until the settlement object has recorded it, and
+ *   settled_pieces  those pieces once recorded: a settlement batch's transactions are listed from
+ *               them (storage/ledger-shard/handoff.ts)
  */
 import { hasTables, migrate } from '../do-schema';
 import { RECEIPT_OUTBOX_MIGRATION } from '../receipt-outbox';
@@ -105,6 +108,14 @@ const MIGRATIONS: readonly string[] = [
      refunds INTEGER NOT NULL
    ) WITHOUT ROWID;
    ALTER TABLE handoff ADD COLUMN held TEXT;`,
+  // 7. A settlement batch's transactions are listed from the shards they settled in, not from a list
+  // in the merchant's one settlement object: an acknowledged handoff piece is kept here, under its
+  // number, until the shard is archived (handoff.ts).
+  `CREATE TABLE IF NOT EXISTS settled_pieces (
+     seq INTEGER PRIMARY KEY,
+     batch_date TEXT NOT NULL,
+     entries TEXT NOT NULL
+   );`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -150,6 +161,7 @@ function tablesVersion(sql: SqlStorage): number {
   const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
   if (recorded !== undefined) return recorded;
   const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
+  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settled_pieces'").toArray().length > 0) return 7;
   if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'operation_counts'").toArray().length > 0) return 6;
   if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'receipt_outbox'").toArray().length > 0) return 5;
   if (columns.includes('handoff_seq')) return 4;

@@ -1,0 +1,95 @@
+/**
+ * An API claim left open by a crash between the charge and its record is swept by its shard's
+ * alarm (durable-objects/ledger-shard/claim-sweep.ts), never left charged and invisible: charged,
+ * it is recorded from the processor's record (readable, searchable, settled); never received, it
+ * is released. The processor is asked what it did, never to charge again.
+ */
+import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { TransactionInput } from '../../src/schemas/transaction-columns';
+import { authenticateKey } from '../../src/services/merchants';
+import { settleMerchantNow } from '../../src/services/settlement/runs';
+import { processTransactions } from '../../src/services/recorded';
+import { apiTransactionId, utcDay } from '../../src/services/transactions/ledger';
+import { SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
+import { CLAIM_TIMEOUT_SECONDS } from '../../src/services/transactions/claims';
+import { CLAIM_SWEEP_GRACE_MS } from '../../src/durable-objects/ledger-shard/claim-sweep';
+import { CLAIMED_STATUS } from '../../src/storage/ledger-shard';
+import { call, createMerchant, type Envelope } from '../helpers/api';
+import { clockAt, ledger } from '../helpers/claims';
+import { apiShardName, failShardWrites, shardEntries } from '../helpers/ledger';
+
+const SALE: TransactionInput = { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: '1000' };
+const TWO_MINUTES = 120_000;
+const TEN_MINUTES = 600_000;
+
+beforeEach(() => {
+  vi.spyOn(console, 'error').mockImplementation(() => undefined);
+  vi.spyOn(console, 'log').mockImplementation(() => undefined);
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('the sweep of abandoned API claims', () => {
+  it('a claim charged and then left by a crash (an auto key, never sent again) is recorded by the alarm: readable, searchable, settled; charged once', async () => {
+    const shop = await createMerchant({ name: 'Sweep Shop' });
+    const caller = await authenticateKey(env, shop.secretKey);
+    if (!caller) throw new Error('unknown key');
+    const key = 'auto_sweep_charged';
+    const at = clockAt(-TWO_MINUTES);
+    const day = utcDay(at());
+    const id = await apiTransactionId(shop.id, key, day);
+    const heal = await failShardWrites(apiShardName(shop.id, day), 'INSERT', 'pages', `NEW.page = '${id}'`);
+    await expect(processTransactions(env, caller, [{ input: SALE, idempotencyKey: key }], { source: 'api', ipAddress: null }, at)).rejects.toThrow(/injected storage fault/);
+    await heal();
+    expect((await shardEntries(apiShardName(shop.id, day))).get(key)?.record.status).toBe(CLAIMED_STATUS);
+    expect((await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).status).toBe(404);
+
+    // The claim armed the shard's alarm for when it counts as abandoned, and a grace more.
+    const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, day));
+    const alarm = await runInDurableObject(shard, (_i, state) => state.storage.getAlarm());
+    expect(alarm).toBe(at().getTime() + CLAIM_TIMEOUT_SECONDS * 1000 + CLAIM_SWEEP_GRACE_MS);
+
+    // The alarm's sweep, at its time.
+    const swept = await shard.sweepClaims(new Date(Number(alarm)).toISOString());
+    expect(swept).toEqual({ completed: 1, released: 0, open: 0 });
+    const read = await call('GET', `/api/transaction/${id}`, { key: shop.secretKey });
+    expect(read.status).toBe(200);
+    expect((await read.json<Envelope<{ status: string; response: string }>>()).data).toMatchObject({ status: 'pending_settlement', response: 'approved' });
+    expect((await ledger(shop.id, key)).get(key)).toMatchObject({ chargeCalls: 1, lookupCalls: 1 });
+    const found = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { transaction_id: { operator: '=', value: id } } });
+    expect((await found.json<{ total_count: number }>()).total_count).toBe(1);
+    const settled = await settleMerchantNow(env, shop.id, () => new Date());
+    expect(settled.batches.map((b) => b.num_transactions)).toEqual([1]);
+  });
+
+  it('a claim the processor never received is released by the sweep (nothing charged); a young claim is left to its client', async () => {
+    const shop = await createMerchant({ name: 'Sweep Unsent Shop' });
+    const caller = await authenticateKey(env, shop.secretKey);
+    if (!caller) throw new Error('unknown key');
+    // The charge fails on its way and the processor cannot even be asked about it: the claim stays open.
+    const unsent = async (key: string, offsetMs: number) => {
+      vi.spyOn(SandboxProcessor.prototype, 'charge').mockRejectedValueOnce(new Error('processor connection refused'));
+      vi.spyOn(SandboxProcessor.prototype, 'lookup').mockRejectedValueOnce(new Error('processor connection refused'));
+      await expect(processTransactions(env, caller, [{ input: SALE, idempotencyKey: key }], { source: 'api', ipAddress: null }, clockAt(offsetMs))).rejects.toThrow(/connection refused/);
+    };
+    // The young claim first: the old one's alarm is due at once, and its sweep must not meet the
+    // young attempt's injected failures.
+    await unsent('auto_sweep_young', 0);
+    await unsent('auto_sweep_old', -TEN_MINUTES);
+    const day = utcDay(new Date());
+    const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, day));
+    // Whether the alarm (due already for the old claim) or this call sweeps first, the outcome is one.
+    await shard.sweepClaims(new Date().toISOString());
+    const left = await shardEntries(apiShardName(shop.id, day));
+    expect(left.has('auto_sweep_old')).toBe(false);
+    expect(left.get('auto_sweep_young')?.record.status).toBe(CLAIMED_STATUS);
+    expect((await ledger(shop.id, 'auto_sweep')).size).toBe(0);
+    // The young claim's sweep is armed for when it counts as abandoned, and a grace more.
+    const alarm = await runInDurableObject(shard, (_i, state) => state.storage.getAlarm());
+    expect(Number(alarm)).toBeGreaterThan(Date.now() + CLAIM_SWEEP_GRACE_MS - 5_000);
+    expect(Number(alarm)).toBeLessThanOrEqual(Date.now() + CLAIM_TIMEOUT_SECONDS * 1000 + CLAIM_SWEEP_GRACE_MS);
+  });
+});
