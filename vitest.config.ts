@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
@@ -9,6 +9,31 @@ const schema = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 // The README and the docs pages with examples (JSON: [{ page, markdown }]), for the test that keeps
 // the OpenAPI document's copy of their curl examples fresh.
 const examplePages = JSON.stringify(EXAMPLE_PAGES.map((page) => ({ page, markdown: readFileSync(new URL(`./${page}`, import.meta.url), 'utf8') })));
+
+/**
+ * The packages the Worker and the workerd tests import (`from 'zod'`, `from 'hono/factory'`, ...),
+ * read from src/ and the workerd test folders. Vite pre-bundles each into one module (its
+ * dependency optimizer): every test file starts a fresh workerd and imports the whole app again,
+ * and zod, hono and fast-check are hundreds of small modules, each fetched from Vite one by one.
+ * Pre-bundled, a test file's imports take about half as long. Every import of a package must come
+ * from the same bundle (two copies of zod or hono would break their `instanceof` checks), which is
+ * why the list is read from the sources rather than written by hand.
+ */
+function workerdPackages(): string[] {
+  const found = new Set<string>();
+  const read = (dir: URL): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) read(new URL(`${entry.name}/`, dir));
+      else if (/\.(ts|mjs)$/.test(entry.name)) {
+        for (const [, name] of readFileSync(new URL(entry.name, dir), 'utf8').matchAll(/^(?:import|export)\s(?!type\s)(?:[^;'"]*?\sfrom\s)?\s*'([@\w][\w@./-]*)'/gm)) {
+          if (name && !/^(node|cloudflare|workerd):/.test(name) && name !== 'vitest' && !name.startsWith('vitest/')) found.add(name);
+        }
+      }
+    }
+  };
+  for (const dir of ['src/', 'test/unit/', 'test/integration/', 'test/security/', 'test/helpers/']) read(new URL(`./${dir}`, import.meta.url));
+  return [...found].sort();
+}
 
 /**
  * The pool runs wrangler.toml without its [assets] section (the docs page's Swagger UI files): the
@@ -79,6 +104,7 @@ export default defineConfig({
         ],
         test: {
           name: 'workerd',
+          deps: { optimizer: { ssr: { enabled: true, include: workerdPackages() } } },
           setupFiles: ['./test/setup.ts'],
           // Every answer is also checked against the OpenAPI document (test/helpers/contract.ts); the
           // table-driven tests send dozens of requests, which on a loaded 2-core machine can pass 5 s.
@@ -89,12 +115,17 @@ export default defineConfig({
       },
       {
         // Tools that only run in Node (the OpenAPI linter reads its JSON schemas from disk and
-        // compiles validators with code generation, which workerd forbids). One file at a time: two
-        // of them start `npm run dev` on free ports, and two servers starting at once can race for
-        // the same port (seen once, "Address already in use").
-        test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'], fileParallelism: false },
+        // compiles validators with code generation, which workerd forbids). Its files run beside the
+        // workerd ones rather than after them all: the two that start `npm run dev` take their ports
+        // from ranges of their own (8870-8879, 8880-8889), below the ephemeral ports the system hands
+        // out, so neither can be given a port another server is about to bind.
+        test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'] },
       },
     ],
+    // Two test files at a time (vitest's default is one fewer than the cores: 1 on a 2-core machine).
+    // A file spends much of its time waiting rather than computing: its workerd starting, queue
+    // batches, alarms, `npm run dev` starting; a second file runs meanwhile.
+    maxWorkers: 2,
     // The request log writes a line per request; tests read it through console spies where it matters.
     onConsoleLog: (log) => !log.includes('"event":"request"'),
   },

@@ -6,29 +6,17 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { freePortsIn } from './ports';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Whether nothing listens on the port now. */
-async function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** Three free ports of 8870-8879, clear of the ports `npm run dev` and the browser tests use by default. */
+/** Three free ports of 8870-8879 (this file's range; test/node/ports.ts), clear of the ports `npm run dev` and the browser tests use by default. */
 async function freePorts(): Promise<[number, number, number]> {
-  const free: number[] = [];
-  for (let port = 8870; port <= 8879 && free.length < 3; port++) if (await isFree(port)) free.push(port);
-  if (free.length < 3) throw new Error('fewer than 3 free ports in 8870-8879');
-  return free as [number, number, number];
+  return (await freePortsIn(8870, 8879, 3)) as [number, number, number];
 }
 
 /** Every process descended from `pid` (children, their children, ...), from `ps`. */
