@@ -55,65 +55,83 @@ function testWranglerConfig(): string {
   return fileURLToPath(path);
 }
 
+/**
+ * The workerd pool: the Worker of wrangler.toml (without [assets]) and the tests' own bindings. One
+ * plugin per project (each keeps the state of its own project).
+ */
+function workerdPool() {
+  return cloudflareTest({
+    wrangler: { configPath: testWranglerConfig() },
+    miniflare: {
+      bindings: {
+        TEST_SCHEMA: schema,
+        TEST_EXAMPLE_PAGES: examplePages,
+        ADMIN_TOKEN: 'test-admin-token',
+        // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.
+        CARD_DATA_KEY: 'dGVzdC1vbmx5LWNhcmQtZGF0YS1rZXktMzItYnl0ZXM=',
+        // Webhook retries at once (4 attempts), so retry and give-up paths run in milliseconds;
+        // WEBHOOK_ALLOW_LOCAL keeps wrangler.toml's production value (false).
+        WEBHOOK_RETRY_DELAYS: '0,0,0',
+        // A window of 2 chunks (500 rows each): a file of a few thousand rows has chunks waiting
+        // behind the window, so pause, cancel and the window itself show in small tests.
+        BATCH_CHUNKS_IN_FLIGHT: '2',
+      },
+      // The Email Service of the tests: a worker that checks and records each receipt, and fails
+      // the sends a test asks it to (test/helpers/mail-recorder.worker.mjs).
+      serviceBindings: {
+        RECEIPT_EMAIL: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
+        MAIL_RECORDER: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
+      },
+      workers: [
+        {
+          name: 'mail-recorder',
+          modules: true,
+          scriptPath: fileURLToPath(new URL('./test/helpers/mail-recorder.worker.mjs', import.meta.url)),
+          compatibilityDate: '2026-10-01',
+        },
+      ],
+      // Flush queue batches quickly so end-to-end tests do not wait on the 1 s batch timeout.
+      queueConsumers: {
+        'binbatch-chunks': { maxBatchTimeout: 0.05 },
+        'binbatch-chunks-dlq': { maxBatchTimeout: 0.05 },
+        'binbatch-webhooks': { maxBatchTimeout: 0.05 },
+        'binbatch-webhooks-dlq': { maxBatchTimeout: 0.05 },
+        'binbatch-transaction-events': { maxBatchTimeout: 0.05 },
+        'binbatch-transaction-events-dlq': { maxBatchTimeout: 0.05 },
+      },
+    },
+  });
+}
+
+/** What both workerd projects share: the packages pre-bundled, the document and the schema set up. */
+const workerdTest = {
+  deps: { optimizer: { ssr: { enabled: true, include: workerdPackages() } } },
+  // The OpenAPI document the answers are held to, built once in Node for every file.
+  globalSetup: ['./test/global-setup.ts'],
+  setupFiles: ['./test/setup.ts'],
+  // Every answer is also checked against the OpenAPI document (test/helpers/contract.ts); the
+  // table-driven tests send dozens of requests, which on a loaded 2-core machine can pass 5 s.
+  testTimeout: 20_000,
+};
+
 export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [
-          cloudflareTest({
-            wrangler: { configPath: testWranglerConfig() },
-            miniflare: {
-              bindings: {
-                TEST_SCHEMA: schema,
-                TEST_EXAMPLE_PAGES: examplePages,
-                ADMIN_TOKEN: 'test-admin-token',
-                // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.
-                CARD_DATA_KEY: 'dGVzdC1vbmx5LWNhcmQtZGF0YS1rZXktMzItYnl0ZXM=',
-                // Webhook retries at once (4 attempts), so retry and give-up paths run in milliseconds;
-                // WEBHOOK_ALLOW_LOCAL keeps wrangler.toml's production value (false).
-                WEBHOOK_RETRY_DELAYS: '0,0,0',
-                // A window of 2 chunks (500 rows each): a file of a few thousand rows has chunks waiting
-                // behind the window, so pause, cancel and the window itself show in small tests.
-                BATCH_CHUNKS_IN_FLIGHT: '2',
-              },
-              // The Email Service of the tests: a worker that checks and records each receipt, and fails
-              // the sends a test asks it to (test/helpers/mail-recorder.worker.mjs).
-              serviceBindings: {
-                RECEIPT_EMAIL: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
-                MAIL_RECORDER: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
-              },
-              workers: [
-                {
-                  name: 'mail-recorder',
-                  modules: true,
-                  scriptPath: fileURLToPath(new URL('./test/helpers/mail-recorder.worker.mjs', import.meta.url)),
-                  compatibilityDate: '2026-10-01',
-                },
-              ],
-              // Flush queue batches quickly so end-to-end tests do not wait on the 1 s batch timeout.
-              queueConsumers: {
-                'binbatch-chunks': { maxBatchTimeout: 0.05 },
-                'binbatch-chunks-dlq': { maxBatchTimeout: 0.05 },
-                'binbatch-webhooks': { maxBatchTimeout: 0.05 },
-                'binbatch-webhooks-dlq': { maxBatchTimeout: 0.05 },
-                'binbatch-transaction-events': { maxBatchTimeout: 0.05 },
-                'binbatch-transaction-events-dlq': { maxBatchTimeout: 0.05 },
-              },
-            },
-          }),
-        ],
+        plugins: [workerdPool()],
         test: {
+          ...workerdTest,
           name: 'workerd',
-          deps: { optimizer: { ssr: { enabled: true, include: workerdPackages() } } },
-          // The OpenAPI document the answers are held to, built once in Node for every file.
-          globalSetup: ['./test/global-setup.ts'],
-          setupFiles: ['./test/setup.ts'],
-          // Every answer is also checked against the OpenAPI document (test/helpers/contract.ts); the
-          // table-driven tests send dozens of requests, which on a loaded 2-core machine can pass 5 s.
-          testTimeout: 20_000,
           include: ['test/**/*.test.ts'],
-          exclude: ['test/node/**', 'test/browser/**', 'node_modules/**'],
+          exclude: ['test/unit/**', 'test/node/**', 'test/browser/**', 'node_modules/**'],
         },
+      },
+      {
+        // The unit tests: pure functions, a few of them reading a binding, none sharing storage with
+        // another file. They share a workerd and its loaded modules (isolate: false) rather than
+        // start one each: starting workerd and importing cost more than the tests themselves.
+        plugins: [workerdPool()],
+        test: { ...workerdTest, name: 'unit', isolate: false, include: ['test/unit/**/*.test.ts'] },
       },
       {
         // Tools that only run in Node (the OpenAPI linter reads its JSON schemas from disk and
