@@ -136,9 +136,9 @@ export default defineConfig({
       {
         // Tools that only run in Node (the OpenAPI linter reads its JSON schemas from disk and
         // compiles validators with code generation, which workerd forbids). Its files run beside the
-        // workerd ones rather than after them all: the two that start `npm run dev` take their ports
-        // from ranges of their own (8870-8879, 8880-8889), below the ephemeral ports the system hands
-        // out, so neither can be given a port another server is about to bind.
+        // workerd ones rather than after them all: the two that start `npm run dev`
+        // take their ports from ranges of their own and never start their servers at the same moment
+        // (test/node/ports.ts).
         // The TypeScript parse of every test file and the OpenAPI linter take 2 to 5 s alone; with a
         // workerd file running beside them on 2 cores, vitest's default limit of 5 s is too close.
         test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'], testTimeout: 30_000 },

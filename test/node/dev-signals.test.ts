@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { freePortsIn } from './ports';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { devServerTurn, freePortsIn } from './ports';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -69,6 +69,9 @@ describe('npm run dev', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'stopped with %s, ends wrangler, workerd and the demo checkout',
     async (signal) => {
+      // One `npm run dev` of the tests starting at a time (test/node/ports.ts).
+      const releaseTurn = await devServerTurn(240_000);
+      onTestFinished(releaseTurn);
       const [port, demoPort, inspectorPort] = await freePorts();
       // A local state of its own: the developer's .wrangler/state (perhaps made by an older schema) is not touched.
       const state = mkdtempSync(join(tmpdir(), 'binbatch-dev-signals-'));
@@ -93,6 +96,7 @@ describe('npm run dev', () => {
       try {
         // Started, or ended early (a failed seeding step: its output says why).
         await until(async () => ended || (await answers(healthz)), 90_000);
+        releaseTurn();
         expect(ended, output).toBe(false);
         expect(await answers(healthz), output).toBe(true);
         started = descendants(dev.pid as number);
@@ -112,6 +116,7 @@ describe('npm run dev', () => {
         rmSync(state, { recursive: true, force: true });
       }
     },
-    150_000,
+    // Up to 240 s for the turn (another test's server may be starting), then the run itself.
+    400_000,
   );
 });

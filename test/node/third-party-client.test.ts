@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePortsIn } from './ports';
+import { devServerTurn, freePortsIn } from './ports';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const programDir = fileURLToPath(new URL('./third-party-client/', import.meta.url));
@@ -81,9 +81,12 @@ function compile(): string[] {
 
 describe('a third-party client (openapi-typescript + openapi-fetch) against npm run dev', () => {
   let url = '';
+  let releaseTurn = () => {};
   let stop: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
+    // One `npm run dev` of the tests starting at a time (test/node/ports.ts).
+    releaseTurn = await devServerTurn(240_000);
     // This file's range (test/node/ports.ts); test/node/dev-signals.test.ts takes 8870-8879.
     const [port, inspectorPort] = (await freePortsIn(8880, 8889, 2)) as [number, number];
     const state = mkdtempSync(join(tmpdir(), 'binbatch-third-party-'));
@@ -110,9 +113,16 @@ describe('a third-party client (openapi-typescript + openapi-fetch) against npm 
     };
     url = `http://127.0.0.1:${port}`;
     await healthy(url, () => exit);
-  }, 120_000);
+    releaseTurn();
+  }, 360_000);
 
-  afterAll(() => stop(), 30_000);
+  afterAll(async () => {
+    try {
+      await stop();
+    } finally {
+      releaseTurn();
+    }
+  }, 30_000);
 
   it('generates types from the live document, compiles a strict openapi-fetch program, and runs it', async () => {
     const document = (await (await fetch(`${url}/openapi.json`)).json()) as Parameters<typeof openapiTS>[0];
