@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
@@ -9,6 +9,31 @@ const schema = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 // The README and the docs pages with examples (JSON: [{ page, markdown }]), for the test that keeps
 // the OpenAPI document's copy of their curl examples fresh.
 const examplePages = JSON.stringify(EXAMPLE_PAGES.map((page) => ({ page, markdown: readFileSync(new URL(`./${page}`, import.meta.url), 'utf8') })));
+
+/**
+ * The packages the Worker and the workerd tests import (`from 'zod'`, `from 'hono/factory'`, ...),
+ * read from src/ and the workerd test folders. Vite pre-bundles each into one module (its
+ * dependency optimizer): every test file starts a fresh workerd and imports the whole app again,
+ * and zod, hono and fast-check are hundreds of small modules, each fetched from Vite one by one.
+ * Pre-bundled, a test file's imports take about half as long. Every import of a package must come
+ * from the same bundle (two copies of zod or hono would break their `instanceof` checks), which is
+ * why the list is read from the sources rather than written by hand.
+ */
+function workerdPackages(): string[] {
+  const found = new Set<string>();
+  const read = (dir: URL): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) read(new URL(`${entry.name}/`, dir));
+      else if (/\.(ts|mjs)$/.test(entry.name)) {
+        for (const [, name] of readFileSync(new URL(entry.name, dir), 'utf8').matchAll(/^(?:import|export)\s(?!type\s)(?:[^;'"]*?\sfrom\s)?\s*'([@\w][\w@./-]*)'/gm)) {
+          if (name && !/^(node|cloudflare|workerd):/.test(name) && name !== 'vitest' && !name.startsWith('vitest/')) found.add(name);
+        }
+      }
+    }
+  };
+  for (const dir of ['src/', 'test/unit/', 'test/integration/', 'test/security/', 'test/helpers/']) read(new URL(`./${dir}`, import.meta.url));
+  return [...found].sort();
+}
 
 /**
  * The pool runs wrangler.toml without its [assets] section (the docs page's Swagger UI files): the
@@ -30,71 +55,99 @@ function testWranglerConfig(): string {
   return fileURLToPath(path);
 }
 
+/**
+ * The workerd pool: the Worker of wrangler.toml (without [assets]) and the tests' own bindings. One
+ * plugin per project (each keeps the state of its own project).
+ */
+function workerdPool() {
+  return cloudflareTest({
+    wrangler: { configPath: testWranglerConfig() },
+    miniflare: {
+      bindings: {
+        TEST_SCHEMA: schema,
+        TEST_EXAMPLE_PAGES: examplePages,
+        ADMIN_TOKEN: 'test-admin-token',
+        // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.
+        CARD_DATA_KEY: 'dGVzdC1vbmx5LWNhcmQtZGF0YS1rZXktMzItYnl0ZXM=',
+        // Webhook retries at once (4 attempts), so retry and give-up paths run in milliseconds;
+        // WEBHOOK_ALLOW_LOCAL keeps wrangler.toml's production value (false).
+        WEBHOOK_RETRY_DELAYS: '0,0,0',
+        // A window of 2 chunks (500 rows each): a file of a few thousand rows has chunks waiting
+        // behind the window, so pause, cancel and the window itself show in small tests.
+        BATCH_CHUNKS_IN_FLIGHT: '2',
+      },
+      // The Email Service of the tests: a worker that checks and records each receipt, and fails
+      // the sends a test asks it to (test/helpers/mail-recorder.worker.mjs).
+      serviceBindings: {
+        RECEIPT_EMAIL: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
+        MAIL_RECORDER: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
+      },
+      workers: [
+        {
+          name: 'mail-recorder',
+          modules: true,
+          scriptPath: fileURLToPath(new URL('./test/helpers/mail-recorder.worker.mjs', import.meta.url)),
+          compatibilityDate: '2026-10-01',
+        },
+      ],
+      // Flush queue batches quickly so end-to-end tests do not wait on the 1 s batch timeout.
+      queueConsumers: {
+        'binbatch-chunks': { maxBatchTimeout: 0.05 },
+        'binbatch-chunks-dlq': { maxBatchTimeout: 0.05 },
+        'binbatch-webhooks': { maxBatchTimeout: 0.05 },
+        'binbatch-webhooks-dlq': { maxBatchTimeout: 0.05 },
+        'binbatch-transaction-events': { maxBatchTimeout: 0.05 },
+        'binbatch-transaction-events-dlq': { maxBatchTimeout: 0.05 },
+      },
+    },
+  });
+}
+
+/** What both workerd projects share: the packages pre-bundled, the document and the schema set up. */
+const workerdTest = {
+  deps: { optimizer: { ssr: { enabled: true, include: workerdPackages() } } },
+  // The OpenAPI document the answers are held to, built once in Node for every file.
+  globalSetup: ['./test/global-setup.ts'],
+  setupFiles: ['./test/setup.ts'],
+  // Every answer is also checked against the OpenAPI document (test/helpers/contract.ts); the
+  // table-driven tests send dozens of requests, which on a loaded 2-core machine can pass 5 s.
+  testTimeout: 20_000,
+};
+
 export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [
-          cloudflareTest({
-            wrangler: { configPath: testWranglerConfig() },
-            miniflare: {
-              bindings: {
-                TEST_SCHEMA: schema,
-                TEST_EXAMPLE_PAGES: examplePages,
-                ADMIN_TOKEN: 'test-admin-token',
-                // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.
-                CARD_DATA_KEY: 'dGVzdC1vbmx5LWNhcmQtZGF0YS1rZXktMzItYnl0ZXM=',
-                // Webhook retries at once (4 attempts), so retry and give-up paths run in milliseconds;
-                // WEBHOOK_ALLOW_LOCAL keeps wrangler.toml's production value (false).
-                WEBHOOK_RETRY_DELAYS: '0,0,0',
-                // A window of 2 chunks (500 rows each): a file of a few thousand rows has chunks waiting
-                // behind the window, so pause, cancel and the window itself show in small tests.
-                BATCH_CHUNKS_IN_FLIGHT: '2',
-              },
-              // The Email Service of the tests: a worker that checks and records each receipt, and fails
-              // the sends a test asks it to (test/helpers/mail-recorder.worker.mjs).
-              serviceBindings: {
-                RECEIPT_EMAIL: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
-                MAIL_RECORDER: { name: 'mail-recorder', entrypoint: 'MailRecorder' },
-              },
-              workers: [
-                {
-                  name: 'mail-recorder',
-                  modules: true,
-                  scriptPath: fileURLToPath(new URL('./test/helpers/mail-recorder.worker.mjs', import.meta.url)),
-                  compatibilityDate: '2026-10-01',
-                },
-              ],
-              // Flush queue batches quickly so end-to-end tests do not wait on the 1 s batch timeout.
-              queueConsumers: {
-                'binbatch-chunks': { maxBatchTimeout: 0.05 },
-                'binbatch-chunks-dlq': { maxBatchTimeout: 0.05 },
-                'binbatch-webhooks': { maxBatchTimeout: 0.05 },
-                'binbatch-webhooks-dlq': { maxBatchTimeout: 0.05 },
-                'binbatch-transaction-events': { maxBatchTimeout: 0.05 },
-                'binbatch-transaction-events-dlq': { maxBatchTimeout: 0.05 },
-              },
-            },
-          }),
-        ],
+        plugins: [workerdPool()],
         test: {
+          ...workerdTest,
           name: 'workerd',
-          setupFiles: ['./test/setup.ts'],
-          // Every answer is also checked against the OpenAPI document (test/helpers/contract.ts); the
-          // table-driven tests send dozens of requests, which on a loaded 2-core machine can pass 5 s.
-          testTimeout: 20_000,
           include: ['test/**/*.test.ts'],
-          exclude: ['test/node/**', 'test/browser/**', 'node_modules/**'],
+          exclude: ['test/unit/**', 'test/node/**', 'test/browser/**', 'node_modules/**'],
         },
       },
       {
+        // The unit tests: pure functions, a few of them reading a binding, none sharing storage with
+        // another file. They share a workerd and its loaded modules (isolate: false) rather than
+        // start one each: starting workerd and importing cost more than the tests themselves.
+        plugins: [workerdPool()],
+        test: { ...workerdTest, name: 'unit', isolate: false, include: ['test/unit/**/*.test.ts'] },
+      },
+      {
         // Tools that only run in Node (the OpenAPI linter reads its JSON schemas from disk and
-        // compiles validators with code generation, which workerd forbids). One file at a time: two
-        // of them start `npm run dev` on free ports, and two servers starting at once can race for
-        // the same port (seen once, "Address already in use").
-        test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'], fileParallelism: false },
+        // compiles validators with code generation, which workerd forbids). Its files run beside the
+        // workerd ones rather than after them all: the two that start `npm run dev`
+        // take their ports from ranges of their own and never start their servers at the same moment
+        // (test/node/ports.ts).
+        // The TypeScript parse of every test file and the OpenAPI linter take 2 to 5 s alone; with a
+        // workerd file running beside them on 2 cores, vitest's default limit of 5 s is too close.
+        test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'], testTimeout: 30_000 },
       },
     ],
+    // Two test files at a time (vitest's default is one fewer than the cores: 1 on a 2-core machine).
+    // A file spends much of its time waiting rather than computing: its workerd starting, queue
+    // batches, alarms, `npm run dev` starting; a second file runs meanwhile.
+    maxWorkers: 2,
     // The request log writes a line per request; tests read it through console spies where it matters.
     onConsoleLog: (log) => !log.includes('"event":"request"'),
   },

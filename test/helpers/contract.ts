@@ -12,16 +12,28 @@
  * in test/integration/openapi.test.ts, and any answer of it fails here.
  */
 import { Validator, type Schema } from '@cfworker/json-schema';
-import { findOperation, matchesTemplate, openApiDocument, type OpenAPIObject } from '../../src/openapi/document';
+import { inject } from 'vitest';
+import { findOperation, matchesTemplate, type OpenAPIObject } from '../../src/openapi/document';
 import { isPagePath } from '../../src/routes/pages';
 
 type Json = Record<string, unknown>;
 
 const validators = new Map<string, Validator>();
 
+let documentCopy: OpenAPIObject | undefined;
+/**
+ * The document, as built once in Node by test/global-setup.ts and handed to this file: the same
+ * code builds it as the Worker's (test/integration/openapi.test.ts compares the two), and each file
+ * would otherwise spend a few hundred milliseconds building it again.
+ */
+export function contractDocument(): OpenAPIObject {
+  documentCopy ??= JSON.parse(inject('openApiDocument')) as OpenAPIObject;
+  return documentCopy;
+}
+
 /** Throws, naming the operation and what differs, when the answer is not the documented one. */
 export async function assertDocumentedAnswer(method: string, url: string, response: Response): Promise<void> {
-  const document = openApiDocument();
+  const document = contractDocument();
   const path = new URL(url, 'http://binbatch.test').pathname;
   const found = findOperation(document, method, path);
   const where = `${method} ${path}`;

@@ -14,6 +14,7 @@ import { app } from '../../src/app';
 import { isPagePath, pages } from '../../src/routes/pages';
 import { findOperation, openApiDocument } from '../../src/openapi/document';
 import { call } from '../helpers/api';
+import { contractDocument } from '../helpers/contract';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
@@ -47,6 +48,12 @@ describe('GET /openapi.json', () => {
       streamToken: expect.objectContaining({ type: 'apiKey', in: 'query', name: 'token' }),
       consoleSession: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'binbatch_console' }),
     });
+  });
+
+  it('is the document every answer of the tests is held to (the copy built once in Node is the one the Worker serves)', async () => {
+    const served = await (await call('GET', '/openapi.json')).json();
+    expect(contractDocument()).toEqual(served);
+    expect(contractDocument()).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
   });
 
   it('lists every route the app serves, and only those (walks app.routes)', () => {

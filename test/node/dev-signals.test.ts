@@ -6,29 +6,17 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { devServerTurn, freePortsIn } from './ports';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Whether nothing listens on the port now. */
-async function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** Three free ports of 8870-8879, clear of the ports `npm run dev` and the browser tests use by default. */
+/** Three free ports of 8870-8879 (this file's range; test/node/ports.ts), clear of the ports `npm run dev` and the browser tests use by default. */
 async function freePorts(): Promise<[number, number, number]> {
-  const free: number[] = [];
-  for (let port = 8870; port <= 8879 && free.length < 3; port++) if (await isFree(port)) free.push(port);
-  if (free.length < 3) throw new Error('fewer than 3 free ports in 8870-8879');
-  return free as [number, number, number];
+  return (await freePortsIn(8870, 8879, 3)) as [number, number, number];
 }
 
 /** Every process descended from `pid` (children, their children, ...), from `ps`. */
@@ -81,6 +69,9 @@ describe('npm run dev', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'stopped with %s, ends wrangler, workerd and the demo checkout',
     async (signal) => {
+      // One `npm run dev` of the tests starting at a time (test/node/ports.ts).
+      const releaseTurn = await devServerTurn(240_000);
+      onTestFinished(releaseTurn);
       const [port, demoPort, inspectorPort] = await freePorts();
       // A local state of its own: the developer's .wrangler/state (perhaps made by an older schema) is not touched.
       const state = mkdtempSync(join(tmpdir(), 'binbatch-dev-signals-'));
@@ -105,6 +96,7 @@ describe('npm run dev', () => {
       try {
         // Started, or ended early (a failed seeding step: its output says why).
         await until(async () => ended || (await answers(healthz)), 90_000);
+        releaseTurn();
         expect(ended, output).toBe(false);
         expect(await answers(healthz), output).toBe(true);
         started = descendants(dev.pid as number);
@@ -124,6 +116,7 @@ describe('npm run dev', () => {
         rmSync(state, { recursive: true, force: true });
       }
     },
-    150_000,
+    // Up to 240 s for the turn (another test's server may be starting), then the run itself.
+    400_000,
   );
 });

@@ -11,13 +11,13 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { devServerTurn, freePortsIn } from './ports';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const programDir = fileURLToPath(new URL('./third-party-client/', import.meta.url));
@@ -37,18 +37,6 @@ interface ProgramOutcome {
   requestId: string | null;
   refused: { status: number; msg: string; data: unknown; fields: string[] };
   unknownField: string;
-}
-
-/** A port nothing listens on now (the system picks it). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** Resolves once GET /healthz answers 200; rejects when the server ends first. */
@@ -93,10 +81,14 @@ function compile(): string[] {
 
 describe('a third-party client (openapi-typescript + openapi-fetch) against npm run dev', () => {
   let url = '';
+  let releaseTurn = () => {};
   let stop: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
-    const [port, inspectorPort] = [await freePort(), await freePort()];
+    // One `npm run dev` of the tests starting at a time (test/node/ports.ts).
+    releaseTurn = await devServerTurn(240_000);
+    // This file's range (test/node/ports.ts); test/node/dev-signals.test.ts takes 8870-8879.
+    const [port, inspectorPort] = (await freePortsIn(8880, 8889, 2)) as [number, number];
     const state = mkdtempSync(join(tmpdir(), 'binbatch-third-party-'));
     const dev = spawn('npm', ['run', '--silent', 'dev', '--', '--port', String(port), '--inspector-port', String(inspectorPort), '--no-demo', '--persist-to', state], {
       cwd: root,
@@ -121,9 +113,16 @@ describe('a third-party client (openapi-typescript + openapi-fetch) against npm 
     };
     url = `http://127.0.0.1:${port}`;
     await healthy(url, () => exit);
-  }, 120_000);
+    releaseTurn();
+  }, 360_000);
 
-  afterAll(() => stop(), 30_000);
+  afterAll(async () => {
+    try {
+      await stop();
+    } finally {
+      releaseTurn();
+    }
+  }, 30_000);
 
   it('generates types from the live document, compiles a strict openapi-fetch program, and runs it', async () => {
     const document = (await (await fetch(`${url}/openapi.json`)).json()) as Parameters<typeof openapiTS>[0];
