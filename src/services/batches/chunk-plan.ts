@@ -13,6 +13,7 @@ import type { InputColumn, TransactionContext, TransactionInput, TransactionOutc
 import { readUploadRange } from '../../storage/batch-files';
 import type { BatchRow } from '../../storage/batches';
 import { processTransactions } from '../transactions/engine';
+import { putOperationManifest } from './operation-manifest';
 import { invalidRecord } from '../transactions/records';
 import { normaliseInput } from '../transactions/validation';
 import {
@@ -56,6 +57,7 @@ export async function runChunkRows(
   batch: BatchRow,
   rows: readonly ParsedRow[],
   context: TransactionContext & { batchId: string; chunkFirstLine: number },
+  chunk: number,
   clock: Clock,
 ): Promise<TransactionOutcome[]> {
   const outcomes = new Array<TransactionOutcome | undefined>(rows.length);
@@ -91,6 +93,12 @@ export async function runChunkRows(
     for (const [line, value] of found) made.set(line, value);
   }
   if (lifecycle.length > 0) {
+    const entries = lifecycle.flatMap(({ request: { row, line } }) => {
+      if (!row.ok) return [];
+      const target = row.reference.kind === 'id' ? { id: row.reference.id } : made.get(row.reference.line);
+      return target && 'id' in target ? [{ line, kind: row.kind, transactionId: target.id }] : [];
+    });
+    if (entries.length > 0) await putOperationManifest(env.FILES, batch.id, chunk, entries);
     const operated = await runLifecycleRows(env, caller, lifecycle.map((l) => l.request), made, context, clock);
     lifecycle.forEach(({ index }, i) => (outcomes[index] = operated[i]));
   }

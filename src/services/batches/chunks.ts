@@ -1,7 +1,8 @@
 /**
  * The work of one chunk message: read its rows from the uploaded file (an R2 range read), run them
- * through the transaction engine in one call, store the result part, and record the chunk in the
- * batch's Durable Object. Safe to repeat: each row's idempotency key is `{batchId}:{line}`, so a row
+ * (sale, authorize and credit rows through the transaction engine in one call, then capture, void
+ * and refund rows through the API's operations: chunk-plan.ts), store the result part, and record
+ * the chunk in the batch's Durable Object. Safe to repeat: each row's idempotency key is `{batchId}:{line}`, so a row
  * recorded by an earlier attempt comes back `replayed`, never charged twice; the result part is
  * overwritten with the same lines; and the object counts a chunk once. Rows claimed by another
  * attempt still running (a second delivery of the chunk) leave the chunk to be tried again later.
@@ -44,7 +45,7 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
 
   const rows = parseChunkRows(text, message.firstLine).map((row) => toParsedRow(batch.columns, row));
   const context = { source: 'batch' as const, ipAddress: batch.ip_address, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: message.firstLine };
-  const outcomes = await runChunkRows(env, caller, batch, rows, context, clock);
+  const outcomes = await runChunkRows(env, caller, batch, rows, context, message.chunk, clock);
   const waits = outcomes.flatMap((o) => (!o.ok && o.reason === 'in_progress' ? [o.takeoverInSeconds] : []));
   if (waits.length > 0) return { ok: false, reason: 'rows_in_flight', retryAfterSeconds: Math.max(...waits) };
   if (outcomes.length !== rows.length) {
