@@ -38,9 +38,7 @@ export function checkHeader(columns: string[]): string | null {
     seen.add(name);
   }
   if (!seen.has('transaction_type')) return 'the header has no transaction_type column';
-  if (!seen.has('amount') && !seen.has('base_amount') && !seen.has(TRANSACTION_ID_COLUMN)) {
-    return 'the header needs an amount or base_amount column (or transaction_id, for capture, void and refund rows)';
-  }
+  if (!seen.has('amount') && !seen.has('base_amount') && !seen.has(TRANSACTION_ID_COLUMN)) return 'the header needs an amount or base_amount column';
   return null;
 }
 
