@@ -35,7 +35,7 @@ import {
 } from '../../storage/ledger-shard';
 import { OpenClaims } from './open-claims';
 import { beginOperation, completeOperation, releaseOperation } from './operations';
-import { findRecords, type ShardContext } from './reading';
+import { findRecords, type PageCache, type ShardContext } from './reading';
 import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
 // receipts (issue 32): the outbox's RPC answers live in services/receipts.
@@ -100,6 +100,29 @@ export class LedgerShard extends DurableObject<Env> {
   /** Applies a claimed operation's processor answer (operations.ts). */
   async completeOperation(shard: ShardIdentity, completion: OperationCompletion): Promise<{ answer: string } | ShardFailure> {
     return answerOrFailure(() => completeOperation(this.#shard, shard, completion, this.#indexed(shard)));
+  }
+
+  /**
+   * Many operations' claims, each exactly as `beginOperation` (one after another: each sees the
+   * claims before it); answers in order. At most a chunk's rows (500): a few KB each way.
+   */
+  async beginOperations(shard: ShardIdentity, requests: readonly OperationRequest[]): Promise<OperationBegin[] | ShardFailure> {
+    return answerOrFailure(async () => {
+      const answers: OperationBegin[] = [];
+      const pages: PageCache = new Map();
+      for (const request of requests) answers.push(await beginOperation(this.#shard, shard, request, pages));
+      return answers;
+    });
+  }
+
+  /** Many claimed operations' answers, each exactly as `completeOperation`, in order. */
+  async completeOperations(shard: ShardIdentity, completions: readonly OperationCompletion[]): Promise<{ answer: string }[] | ShardFailure> {
+    return answerOrFailure(async () => {
+      const answers: { answer: string }[] = [];
+      const pages: PageCache = new Map();
+      for (const completion of completions) answers.push(await completeOperation(this.#shard, shard, completion, this.#indexed(shard), pages));
+      return answers;
+    });
   }
 
   /** Drops a claimed operation its processor never received (the key may be sent again). */

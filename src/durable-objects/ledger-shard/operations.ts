@@ -25,7 +25,7 @@ import {
 } from '../../storage/ledger-shard';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
-import { currentNow, pageRecord, type ShardContext } from './reading';
+import { currentNow, pageRecord, type PageCache, type ShardContext } from './reading';
 import { withOperationDetails } from '../../services/transactions/operation-details';
 // receipts (issue 32): the outbox's hooks live in services/receipts.
 import { operationReceipt } from '../../services/receipts/facts';
@@ -39,12 +39,12 @@ import { armReceipts, queueReceipts } from '../../services/receipts/shard';
  * claimed and is told to ask again; a settlement run leaves it out until it is answered. A shard that
  * was never written holds no transaction: nothing is created for an id that names it.
  */
-export async function beginOperation(shard: ShardContext, identity: ShardIdentity, request: OperationRequest): Promise<OperationBegin> {
+export async function beginOperation(shard: ShardContext, identity: ShardIdentity, request: OperationRequest, cache?: PageCache): Promise<OperationBegin> {
   const sql = shard.sql;
   if (!readMeta(sql)) return { outcome: 'not_found' } satisfies OperationBegin;
   upgradeShardTables(sql);
   // Reading a page may await (gzip): done first; what it is now, the checks and the claim below do not await.
-  const found = await pageRecord(sql, identity, request.transactionId, request.query);
+  const found = await pageRecord(sql, identity, request.transactionId, request.query, cache);
   const earlier = findOperation(sql, request.key);
   if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
   const now = currentNow(sql, identity, request.transactionId, found, request.expiredBefore);
@@ -90,6 +90,7 @@ export async function completeOperation(
   identity: ShardIdentity,
   completion: OperationCompletion,
   indexed: (now: string) => Promise<void>,
+  cache?: PageCache,
 ): Promise<{ answer: string }> {
   upgradeShardTables(shard.sql);
   const sql = shard.sql;
@@ -100,7 +101,7 @@ export async function completeOperation(
   // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
   // merchant's settlement index first, so no run can miss it.
   if (approved && claimed.kind !== 'void') await indexed(completion.now);
-  const found = await pageRecord(sql, identity, claimed.transactionId, completion.query);
+  const found = await pageRecord(sql, identity, claimed.transactionId, completion.query, cache);
   // Another call may have answered this operation while this one awaited.
   const again = findOperation(sql, completion.key);
   if (again?.answer != null) return { answer: again.answer };

@@ -12,7 +12,8 @@ import { describeFieldErrors } from '../../lib/field-errors';
 import { isoTimestamp, type Clock } from '../../lib/time';
 import type { RowError, TransactionContext, TransactionInput, TransactionOutcome, TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationKind } from '../../storage/ledger-shard';
-import { runOperation, type OperationOutcome } from '../transactions/operations';
+import { indexOperations } from '../search/operation-changes';
+import { runUnindexedOperations, type OperationInput, type OperationOutcome } from '../transactions/operations';
 import { invalidRecord } from '../transactions/records';
 import { parseAmount } from '../transactions/validation';
 
@@ -91,7 +92,7 @@ export interface LifecycleRequest {
 export type LifecycleOutcome = TransactionOutcome;
 
 /**
- * Runs a chunk's lifecycle rows through `runOperation`, side by side (they act on distinct
+ * Runs a chunk's lifecycle rows through the API's operations, together (they act on distinct
  * transactions: the upload refuses a file naming one twice). `made`: the transaction each earlier
  * row of the file made, by line (the referenced rows, run first by the chunk), or the reason it
  * made none.
@@ -111,26 +112,43 @@ export async function runLifecycleRows(
     errors,
     record: lifecycleErrorRecord(request, errors, transactionId, { createdAt, context, userName: caller.merchantName, response }),
   });
-  return Promise.all(
-    requests.map(async (request): Promise<LifecycleOutcome> => {
-      const { row } = request;
-      if (!row.ok) return refused(request, row.errors, null);
-      let transactionId: string;
-      if (row.reference.kind === 'line') {
-        const target = made.get(row.reference.line);
-        if (!target) throw new Error(`line ${row.reference.line} was not run before the row naming it`);
-        if ('refused' in target) return refused(request, [{ field: TRANSACTION_ID_COLUMN, msg: `line:${row.reference.line} made no transaction: ${target.refused}` }], null);
-        transactionId = target.id;
-      } else transactionId = row.reference.id;
-      const outcome = await runOperation(
-        env,
-        caller,
-        { transactionId, kind: row.kind, amount: row.amount, idempotencyKey: request.idempotencyKey, ipAddress: context.ipAddress },
-        clock,
-      );
-      return fromOperation(request, transactionId, outcome, refused);
-    }),
+  const outcomes = new Array<LifecycleOutcome | undefined>(requests.length);
+  const toRun: { index: number; request: LifecycleRequest; input: OperationInput }[] = [];
+  for (const [index, request] of requests.entries()) {
+    const { row } = request;
+    if (!row.ok) {
+      outcomes[index] = refused(request, row.errors, null);
+      continue;
+    }
+    let transactionId: string;
+    if (row.reference.kind === 'line') {
+      const target = made.get(row.reference.line);
+      if (!target) throw new Error(`line ${row.reference.line} was not run before the row naming it`);
+      if ('refused' in target) {
+        outcomes[index] = refused(request, [{ field: TRANSACTION_ID_COLUMN, msg: `line:${row.reference.line} made no transaction: ${target.refused}` }], null);
+        continue;
+      }
+      transactionId = target.id;
+    } else transactionId = row.reference.id;
+    toRun.push({ index, request, input: { transactionId, kind: row.kind, amount: row.amount, idempotencyKey: request.idempotencyKey, ipAddress: context.ipAddress } });
+  }
+  // The API's operations, their round trips shared (one claim and one answer call per ledger shard).
+  const operated = await runUnindexedOperations(env, caller, toRun.map((r) => r.input), clock);
+  // Indexed for search before the chunk's results are written, as the API indexes before it answers.
+  await indexOperations(
+    env,
+    caller,
+    operated.map((outcome, i) => ({ transactionId: toRun[i]?.input.transactionId ?? '', answered: outcome.ok ? outcome.record : null })),
+    clock,
   );
+  operated.forEach((outcome, i) => {
+    const run = toRun[i];
+    if (run) outcomes[run.index] = fromOperation(run.request, run.input.transactionId, outcome, refused);
+  });
+  return outcomes.map((outcome) => {
+    if (!outcome) throw new Error('a lifecycle row was left without an outcome');
+    return outcome;
+  });
 }
 
 function fromOperation(

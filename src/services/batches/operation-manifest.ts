@@ -6,12 +6,7 @@
  * manifest holds transaction ids and line numbers only (no card data), sits beside the result parts
  * (`results/{batch}/ops-{chunk}.json`) and is deleted with them.
  */
-import type { Caller, Env } from '../../env';
-import type { Clock } from '../../lib/time';
-import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationKind } from '../../storage/ledger-shard';
-import { locateTransaction } from '../transactions/engine';
-import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
 
 export interface ManifestEntry {
   line: number;
@@ -36,32 +31,3 @@ export async function getOperationManifest(bucket: R2Bucket, batchId: string, ch
 /** What a partial download says of a lifecycle row of a chunk that did not finish. */
 export const OPERATION_UNFINISHED_TEXT =
   'the batch failed before this row\'s result was written: the transaction it names is shown as it is now (it may or may not have been acted on)';
-
-/**
- * The merchant's transactions with these ids as they are now, one ledger call per shard holding any
- * (the transactions a chunk's rows name: at most 500 ids, in at most as many shards; usually a few
- * day shards). Unknown ids are left out.
- */
-export async function currentTransactions(env: Env, caller: Caller, ids: readonly string[], clock: Clock): Promise<Map<string, TransactionRecord>> {
-  const now = clock();
-  const groups = new Map<string, { shard: Extract<Awaited<ReturnType<typeof locateTransaction>>, { ok: true }>['shard']; ids: string[]; exact: string[]; floor: string[] }>();
-  for (const id of new Set(ids)) {
-    const located = await locateTransaction(env, caller.merchantId, id, now);
-    if (!located.ok) continue;
-    const name = located.shard.identity.name;
-    const group = groups.get(name) ?? { shard: located.shard, ids: [], exact: [], floor: [] };
-    group.ids.push(...located.query.ids);
-    group.exact.push(...located.query.exact);
-    group.floor.push(...located.query.floor);
-    groups.set(name, group);
-  }
-  const current = { expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)) };
-  const found = new Map<string, TransactionRecord>();
-  await Promise.all(
-    [...groups.values()].map(async (group) => {
-      const stored = await group.shard.stub.find(group.shard.identity, { ids: group.ids, exact: group.exact, floor: group.floor, current });
-      for (const entry of stored) if (group.ids.includes(String(entry.record.id))) found.set(String(entry.record.id), entry.record);
-    }),
-  );
-  return found;
-}

@@ -35,7 +35,8 @@ import { settleBatchClaims } from '../transactions/claims';
 import { Ledger } from '../transactions/ledger';
 import { notProcessedRecord } from '../transactions/records';
 import { resultLine, rowIdempotencyKey } from './chunks';
-import { currentTransactions, getOperationManifest, OPERATION_UNFINISHED_TEXT } from './operation-manifest';
+import { currentTransactions } from '../search/operation-changes';
+import { getOperationManifest, OPERATION_UNFINISHED_TEXT } from './operation-manifest';
 import { batchState, openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
 import { wasCancelled, type ChunkLines } from './state';
 
@@ -107,7 +108,7 @@ async function unfinishedChunkLines(env: Env, caller: Caller, batch: BatchRow, c
     const current = await currentTransactions(env, caller, operations.map((entry) => entry.transactionId), systemClock);
     for (const entry of operations) {
       const key = rowIdempotencyKey(batch.id, entry.line);
-      const record = current.get(entry.transactionId);
+      const record = current.get(entry.transactionId)?.record;
       if (!records.has(key) && record) records.set(key, { ...record, idempotency_key: key, processor_response_text: OPERATION_UNFINISHED_TEXT });
     }
   }
