@@ -127,12 +127,12 @@ async function runRowsOfOtherChunks(
   context: TransactionContext & { batchId: string },
   clock: Clock,
 ): Promise<Map<number, { id: string } | { refused: string }> | 'in_progress'> {
-  const { chunks } = await env.BATCH_PROGRESS.getByName(batch.id).partialView();
+  const { chunks } = await env.BATCH_PROGRESS.getByName(batch.id).partialView(true);
   const made = new Map<number, { id: string } | { refused: string }>();
   const wanted = new Set(lines);
   for (const chunk of chunks) {
     const inChunk = lines.filter((line) => line >= chunk.firstLine && line < chunk.firstLine + chunk.rows);
-    if (inChunk.length === 0) continue;
+    if (inChunk.length === 0 || chunk.offset === undefined || chunk.length === undefined) continue;
     const text = await readUploadRange(env.FILES, batch.id, chunk.offset, chunk.length);
     if (text === null) throw new Error('the uploaded file is missing from storage');
     const rows = parseChunkRows(text, chunk.firstLine)
