@@ -14,7 +14,7 @@ export const fileReportSchema = z
     totals: z
       .record(z.string(), z.record(z.string(), z.int().min(0)))
       .meta({ description: 'Minor units by currency, then by transaction_type, over the rows a run would act on.' }),
-    rows_without_amount: z.int().min(0).meta({ description: 'Capture and refund rows without an amount (each acts on the whole amount left).' }),
+    rows_without_amount: z.int().min(0).meta({ description: 'Capture and refund rows without an amount (each acts on the whole amount left; voids are not counted).' }),
   })
   .meta({ id: 'FileReport' });
 

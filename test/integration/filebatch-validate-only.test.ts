@@ -58,7 +58,7 @@ describe('validate_only', () => {
         row_error_count: 4,
         rows_by_type: { sale: 2, authorize: 1, credit: 1, capture: 2, void: 1, refund: 1 },
         totals: { USD: { sale: 3500, authorize: 700, credit: 300, capture: 400, refund: 150 } },
-        rows_without_amount: 2,
+        rows_without_amount: 1,
       });
       expect(data.row_errors.map((e) => [e.row, e.column])).toEqual([
         [10, 'amount'],

@@ -112,6 +112,7 @@ export class FileReporter {
 
   #count(type: string, amount: number | null): void {
     this.#report.rows_by_type[type] = (this.#report.rows_by_type[type] ?? 0) + 1;
+    if (type === 'void') return;
     if (amount === null) {
       this.#report.rows_without_amount++;
       return;
