@@ -34,7 +34,7 @@ import {
   type StoredTransaction,
 } from '../../storage/ledger-shard';
 import { OpenClaims } from './open-claims';
-import { beginOperation, completeOperation, releaseOperation } from './operations';
+import { beginOperation, beginOperations, completeOperation, releaseOperation } from './operations';
 import { findRecords, type PageCache, type ShardContext } from './reading';
 import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
@@ -104,15 +104,10 @@ export class LedgerShard extends DurableObject<Env> {
 
   /**
    * Many operations' claims, each exactly as `beginOperation` (one after another: each sees the
-   * claims before it); answers in order. At most a chunk's rows (500): a few KB each way.
+   * claims before it), in one write; answers in order. At most a chunk's rows (500): a few KB each way.
    */
   async beginOperations(shard: ShardIdentity, requests: readonly OperationRequest[]): Promise<OperationBegin[] | ShardFailure> {
-    return answerOrFailure(async () => {
-      const answers: OperationBegin[] = [];
-      const pages: PageCache = new Map();
-      for (const request of requests) answers.push(await beginOperation(this.#shard, shard, request, pages));
-      return answers;
-    });
+    return answerOrFailure(() => beginOperations(this.#shard, shard, requests));
   }
 
   /** Many claimed operations' answers, each exactly as `completeOperation`, in order. */

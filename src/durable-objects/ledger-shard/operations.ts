@@ -39,12 +39,33 @@ import { armReceipts, queueReceipts } from '../../services/receipts/shard';
  * claimed and is told to ask again; a settlement run leaves it out until it is answered. A shard that
  * was never written holds no transaction: nothing is created for an id that names it.
  */
-export async function beginOperation(shard: ShardContext, identity: ShardIdentity, request: OperationRequest, cache?: PageCache): Promise<OperationBegin> {
+export async function beginOperation(shard: ShardContext, identity: ShardIdentity, request: OperationRequest): Promise<OperationBegin> {
   const sql = shard.sql;
   if (!readMeta(sql)) return { outcome: 'not_found' } satisfies OperationBegin;
   upgradeShardTables(sql);
   // Reading a page may await (gzip): done first; what it is now, the checks and the claim below do not await.
-  const found = await pageRecord(sql, identity, request.transactionId, request.query, cache);
+  const found = await pageRecord(sql, identity, request.transactionId, request.query);
+  return claimOperationNow(shard, identity, request, found, true);
+}
+
+/**
+ * Many claims in one synchronous step and one write transaction (a batch chunk's rows): every page
+ * read first (pages are written once), then each claim exactly as `beginOperation` makes it, each
+ * seeing the claims before it.
+ */
+export async function beginOperations(shard: ShardContext, identity: ShardIdentity, requests: readonly OperationRequest[]): Promise<OperationBegin[]> {
+  const sql = shard.sql;
+  if (!readMeta(sql)) return requests.map(() => ({ outcome: 'not_found' }) satisfies OperationBegin);
+  upgradeShardTables(sql);
+  const pages: PageCache = new Map();
+  const found: (Awaited<ReturnType<typeof pageRecord>>)[] = [];
+  for (const request of requests) found.push(await pageRecord(sql, identity, request.transactionId, request.query, pages));
+  return shard.storage.transactionSync(() => requests.map((request, i) => claimOperationNow(shard, identity, request, found[i] ?? null, false)));
+}
+
+/** The checks and the claim of one operation, without awaiting; `own`: in a write transaction of its own (else the caller's). */
+function claimOperationNow(shard: ShardContext, identity: ShardIdentity, request: OperationRequest, found: Awaited<ReturnType<typeof pageRecord>>, own: boolean): OperationBegin {
+  const sql = shard.sql;
   const earlier = findOperation(sql, request.key);
   if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
   const now = currentNow(sql, identity, request.transactionId, found, request.expiredBefore);
@@ -72,10 +93,12 @@ export async function beginOperation(shard: ShardContext, identity: ShardIdentit
     createdAt: request.now,
     answer: null,
   };
-  shard.storage.transactionSync(() => {
+  const claim = () => {
     insertOperation(sql, operation);
     countOperation(sql, request.transactionId, request.kind, counts);
-  });
+  };
+  if (own) shard.storage.transactionSync(claim);
+  else claim();
   return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
 }
 
