@@ -34,8 +34,8 @@ import {
   type StoredTransaction,
 } from '../../storage/ledger-shard';
 import { OpenClaims } from './open-claims';
-import { beginOperation, beginOperations, completeOperation, releaseOperation } from './operations';
-import { findRecords, type PageCache, type ShardContext } from './reading';
+import { beginOperation, beginOperations, completeOperation, completeOperations, releaseOperation } from './operations';
+import { findRecords, type ShardContext } from './reading';
 import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
 // receipts (issue 32): the outbox's RPC answers live in services/receipts.
@@ -110,14 +110,9 @@ export class LedgerShard extends DurableObject<Env> {
     return answerOrFailure(() => beginOperations(this.#shard, shard, requests));
   }
 
-  /** Many claimed operations' answers, each exactly as `completeOperation`, in order. */
+  /** Many claimed operations' answers, each exactly as `completeOperation`, in one write; in order. */
   async completeOperations(shard: ShardIdentity, completions: readonly OperationCompletion[]): Promise<{ answer: string }[] | ShardFailure> {
-    return answerOrFailure(async () => {
-      const answers: { answer: string }[] = [];
-      const pages: PageCache = new Map();
-      for (const completion of completions) answers.push(await completeOperation(this.#shard, shard, completion, this.#indexed(shard), pages));
-      return answers;
-    });
+    return answerOrFailure(() => completeOperations(this.#shard, shard, completions, this.#indexed(shard)));
   }
 
   /** Drops a claimed operation its processor never received (the key may be sent again). */

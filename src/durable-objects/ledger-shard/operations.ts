@@ -125,9 +125,52 @@ export async function completeOperation(
   // merchant's settlement index first, so no run can miss it.
   if (approved && claimed.kind !== 'void') await indexed(completion.now);
   const found = await pageRecord(sql, identity, claimed.transactionId, completion.query, cache);
+  const { answer, receipt } = answerOperationNow(shard, identity, completion, found, true);
+  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []); // receipts (issue 32)
+  return { answer };
+}
+
+/**
+ * Many claimed operations' answers in one synchronous step and one write transaction (a batch
+ * chunk's rows): the settlement index and every page first, then each answer exactly as
+ * `completeOperation` applies it, then the receipts they queued armed once.
+ */
+export async function completeOperations(
+  shard: ShardContext,
+  identity: ShardIdentity,
+  completions: readonly OperationCompletion[],
+  indexed: (now: string) => Promise<void>,
+): Promise<{ answer: string }[]> {
+  upgradeShardTables(shard.sql);
+  const sql = shard.sql;
+  const pages: PageCache = new Map();
+  const found: Awaited<ReturnType<typeof pageRecord>>[] = [];
+  for (const completion of completions) {
+    const claimed = findOperation(sql, completion.key);
+    if (!claimed) throw new Error('no such operation was claimed');
+    if (completion.result.response === 'approved' && claimed.kind !== 'void' && claimed.answer === null) await indexed(completion.now);
+    found.push(await pageRecord(sql, identity, claimed.transactionId, completion.query, pages));
+  }
+  const answered = shard.storage.transactionSync(() => completions.map((completion, i) => answerOperationNow(shard, identity, completion, found[i] ?? null, false)));
+  const receipts = answered.flatMap((a) => (a.receipt ? [a.receipt] : []));
+  await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []); // receipts (issue 32)
+  return answered.map(({ answer }) => ({ answer }));
+}
+
+/** One claimed operation's answer applied, without awaiting; `own`: in a write transaction of its own (else the caller's). */
+function answerOperationNow(
+  shard: ShardContext,
+  identity: ShardIdentity,
+  completion: OperationCompletion,
+  found: Awaited<ReturnType<typeof pageRecord>>,
+  own: boolean,
+): { answer: string; receipt: ReturnType<typeof operationReceipt> } {
+  const sql = shard.sql;
+  const claimed = findOperation(sql, completion.key);
+  if (!claimed) throw new Error('no such operation was claimed');
   // Another call may have answered this operation while this one awaited.
-  const again = findOperation(sql, completion.key);
-  if (again?.answer != null) return { answer: again.answer };
+  if (claimed.answer !== null) return { answer: claimed.answer, receipt: null };
+  const approved = completion.result.response === 'approved';
   const now = currentNow(sql, identity, claimed.transactionId, found, completion.expiredBefore);
   if (!now) throw new Error('the transaction of a claimed operation is gone');
   const lifecycle = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
@@ -145,7 +188,7 @@ export async function completeOperation(
       ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
       : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` },
   );
-  shard.storage.transactionSync(() => {
+  const write = () => {
     if (approved) {
       writeState(
         sql,
@@ -176,9 +219,10 @@ export async function completeOperation(
     }
     answerOperation(sql, completion.key, answer);
     if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]); // receipts (issue 32)
-  });
-  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []); // receipts (issue 32)
-  return { answer };
+  };
+  if (own) shard.storage.transactionSync(write);
+  else write();
+  return { answer, receipt };
 }
 
 /** Drops a claimed operation its processor never received (the key may be sent again). */
