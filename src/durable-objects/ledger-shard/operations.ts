@@ -126,7 +126,7 @@ export async function completeOperation(
   if (approved && claimed.kind !== 'void') await indexed(completion.now);
   const found = await pageRecord(sql, identity, claimed.transactionId, completion.query, cache);
   const { answer, receipt } = answerOperationNow(shard, identity, completion, found, true);
-  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []); // receipts (issue 32)
+  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []);
   return { answer };
 }
 
@@ -153,7 +153,7 @@ export async function completeOperations(
   }
   const answered = shard.storage.transactionSync(() => completions.map((completion, i) => answerOperationNow(shard, identity, completion, found[i] ?? null, false)));
   const receipts = answered.flatMap((a) => (a.receipt ? [a.receipt] : []));
-  await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []); // receipts (issue 32)
+  await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []);
   return answered.map(({ answer }) => ({ answer }));
 }
 

@@ -53,7 +53,7 @@ export function transactionView(record: TransactionRecord, amountRefunded: numbe
 type StoredAnswer = { status: 200 | 201; record: TransactionView } | { status: 402; message: string };
 
 export async function runOperation(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationOutcome> {
-  const [outcome] = await runUnindexedOperations(env, caller, [input], clock); // search (issue 33): indexed before the answer
+  const [outcome] = await runUnindexedOperations(env, caller, [input], clock); // indexed before the answer
   if (!outcome) throw new Error('an operation answered no outcome');
   await indexOperation(env, caller.merchantId, input.transactionId, outcome.ok ? outcome.record : null, clock); // search (issue 33)
   return outcome; // search (issue 33)
@@ -89,7 +89,7 @@ export async function runUnindexedOperations(env: Env, caller: Caller, inputs: r
       query,
       kind: input.kind,
       key: `${input.transactionId}:${input.kind}:${clientKey}`,
-      // fluidpay (issue 34): the details are part of the request (another set under the key is a conflict).
+      // FluidPay's capture and refund details are part of the request (another set under the key is a conflict).
       requestHash: await sha256Hex(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
       amount: input.amount,
       now: isoTimestamp(now),
