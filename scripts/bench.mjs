@@ -31,6 +31,7 @@ import { printCost } from './bench/cost.mjs';
 import { foreignWorkerdCount, machineInfo, printCpu, printTable, updateCostDoc, updatePerformanceDoc, writeResults } from './bench/report.mjs';
 import { RssSampler } from './bench/rss.mjs';
 import { batchScenarios } from './bench/scenarios/batch.mjs';
+import { captureFileScenarios } from './bench/scenarios/capture-file.mjs';
 import { contentionScenarios } from './bench/scenarios/contention.mjs';
 import { fairnessScenarios } from './bench/scenarios/fairness.mjs';
 import { baselineScenarios } from './bench/scenarios/baseline.mjs';
@@ -154,6 +155,7 @@ const scenarios = [
   ...importScenarios,
   ...lookupScenarios,
   ...batchScenarios,
+  ...captureFileScenarios,
   ...contentionScenarios,
   ...fairnessScenarios,
   // The baseline again at the end: how much the machine's own load drifted during the run.

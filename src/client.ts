@@ -9,6 +9,9 @@
  */
 import { hc } from 'hono/client';
 import type { AppType } from './app';
+import type { FileReportAnswer } from './schemas/filebatch-validate';
+
+export type { FileReportAnswer };
 
 export type { AppType };
 
@@ -27,3 +30,14 @@ export function createClient(baseUrl: string, options: ClientOptions) {
 }
 
 export type Client = ReturnType<typeof createClient>;
+
+/**
+ * `POST /api/filebatch?validate_only=true`: a file checked as an upload would read it, nothing
+ * stored or charged. Its own helper, because the typed route answers an upload's shape; this one
+ * answers the file's report (docs/batch.md, "Checking a file before it runs").
+ */
+export async function validateFile(client: Client, file: File): Promise<{ ok: true; report: FileReportAnswer } | { ok: false; status: number; msg: string }> {
+  const response = await client.api.filebatch.$post({ query: { validate_only: 'true' }, header: {}, form: { file } });
+  const body = (await response.json()) as unknown as { msg: string; data: FileReportAnswer };
+  return response.ok ? { ok: true, report: body.data } : { ok: false, status: response.status, msg: body.msg };
+}

@@ -229,12 +229,12 @@ export class BatchProgress extends DurableObject<Env> {
    * running), and the chunk map by lines in chunk order, each chunk saying whether it was ever sent
    * (one never sent charged nothing: its rows need no lookup). At most 1,000 chunks (a 500,000-row
    * file): about 76 KB (measured: test/integration/invocation-limits.test.ts), far under half the
-   * RPC limit (32 MiB).
+   * RPC limit (32 MiB). With `bytes`, each chunk's place in the file too (a row naming a line of another chunk reads it).
    */
-  async partialView(): Promise<PartialView> {
+  async partialView(bytes = false): Promise<PartialView> {
     const state = this.#state();
     if (!state) return { settled: true, chunks: [] };
-    return { settled: state.settled, chunks: listChunkLines(this.ctx.storage.sql) };
+    return { settled: state.settled, chunks: listChunkLines(this.ctx.storage.sql, bytes) };
   }
 
   /** The state now and at each change (one JSON snapshot per line), ending after the final one; null if never initialised. */

@@ -97,6 +97,11 @@ export class CsvScanner {
     return this.#rows;
   }
 
+  /** The header's column names, once its line has been read. */
+  get columns(): readonly string[] | null {
+    return this.#columns;
+  }
+
   push(bytes: Uint8Array): CsvProblem | null {
     let i = 0;
     if (!this.#bomChecked) {

@@ -28,7 +28,7 @@ import { listBatches } from '../services/batches/records';
 import { openDownload } from '../services/batches/results';
 import { summarizeBatch } from '../services/batches/summary';
 import { closeConsoleSession, openConsoleSession } from '../services/console-sessions';
-import { controlled, downloadAnswer, receiveUpload, uploadAnswer } from './filebatch';
+import { controlled, downloadAnswer, receiveUpload, receiveValidateOnly, uploadAnswer } from './filebatch';
 
 export const consoleRoutes = new Hono<AppEnv>();
 
@@ -73,6 +73,8 @@ const signedIn = new Hono<ConsoleEnv>()
   .post('/batches', uploadRateLimit, validate('query', consoleUploadQuerySchema), check('header', clientIpHeaderSchema), validate('header', uploadHeaderSchema), async (c) =>
     uploadAnswer(c, await receiveUpload(c, undefined, { idempotencyKey: c.req.valid('header')['idempotency-key'], allowDuplicate: c.req.valid('query').allow_duplicate })),
   )
+  // A file checked before it is uploaded: as POST /api/filebatch?validate_only=true (nothing stored or charged).
+  .post('/batches/check', uploadRateLimit, async (c) => c.json(success(await receiveValidateOnly(c, undefined)), 200))
   .get('/batches', validate('query', listQuerySchema), async (c) => {
     const { limit, offset } = c.req.valid('query');
     const { batches, total } = await listBatches(c.env, c.get('caller').merchantId, { limit, offset });

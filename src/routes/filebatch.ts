@@ -22,6 +22,7 @@ import { batchReceiptCounts } from '../services/receipts/receipts';
 import { openPartialDownload, type PartialDownloadOutcome } from '../services/batches/partial-results';
 import { openDownload } from '../services/batches/results';
 import { acceptUpload, type UploadedBatch, type UploadOptions, type UploadSource } from '../services/batches/upload';
+import { validateUpload } from '../services/batches/validate-upload';
 
 /**
  * Declares the upload's form (one part named "file") to the typed client without reading it: the
@@ -39,7 +40,9 @@ export const filebatch = new Hono<AppEnv>()
   // The address check comes before the Idempotency-Key's validator: the last header validator's
   // output is what c.req.valid('header') answers.
   .post('/', uploadRateLimit, validate('query', uploadQuerySchema), check('header', clientIpHeaderSchema), validate('header', uploadHeaderSchema), fileForm, async (c) => {
-    const { file_name: fileName, allow_duplicate: allowDuplicate } = c.req.valid('query');
+    const { file_name: fileName, allow_duplicate: allowDuplicate, validate_only: validateOnly } = c.req.valid('query');
+    // Its answer is typed on its own (the typed client's `validateFile`): the route's type stays the upload's.
+    if (validateOnly) return new Response(JSON.stringify(success(await receiveValidateOnly(c, fileName))), { headers: { 'Content-Type': 'application/json' } }) as never;
     return uploadAnswer(c, await receiveUpload(c, fileName, { idempotencyKey: c.req.valid('header')['idempotency-key'], allowDuplicate }));
   })
   .get('/', validate('query', listQuerySchema), async (c) => {
@@ -83,16 +86,35 @@ export async function controlled(env: Env, merchantId: string, id: string, actio
 
 const ACTION_PAST = { pause: 'paused', resume: 'resumed', cancel: 'cancelled' } as const;
 
-/**
- * Streams an upload (the raw text/csv body, or a form's part named "file") into a new batch, or
- * throws the 4xx that says what is wrong. Every byte of the body counts against the limits, and a
- * body that was started is read to its end before answering, so the answer reaches the client.
- */
+/** Streams an upload into a new batch, or throws the 4xx that says what is wrong (`withUploadSource`). */
 export async function receiveUpload<E extends AppEnv>(
   c: Context<E>,
   queryFileName: string | undefined,
   options: UploadOptions,
 ): Promise<{ batch: UploadedBatch; replayed: boolean }> {
+  const ip = c.req.header('CF-Connecting-IP') || null; // checked by the route: an IP address or absent
+  // Chunk messages go out after the answer, in waitUntil.
+  const outcome = await withUploadSource(c, queryFileName, (source) =>
+    acceptUpload(c.env, c.get('caller'), source, ip, systemClock, (work) => c.executionCtx.waitUntil(work), options),
+  );
+  if (!outcome.ok) throw new AppError(UPLOAD_REFUSALS[outcome.reason], outcome.msg);
+  return outcome;
+}
+
+/** A validate-only upload: the same body, read the same way; its report, or the 4xx a real upload would get. */
+export async function receiveValidateOnly<E extends AppEnv>(c: Context<E>, queryFileName: string | undefined) {
+  const outcome = await withUploadSource(c, queryFileName, (source) => validateUpload(batchLimits(c.env), source, systemClock));
+  if (!outcome.ok) throw new AppError(UPLOAD_REFUSALS[outcome.reason], outcome.msg);
+  return outcome.report;
+}
+
+/**
+ * Streams an upload's file (the raw text/csv body, or a form's part named "file") into `work`, or
+ * throws the 4xx that says what is wrong with the body. Every byte of the body counts against the
+ * limits, and a body that was started is read to its end before answering, so the answer reaches
+ * the client.
+ */
+async function withUploadSource<E extends AppEnv, T>(c: Context<E>, queryFileName: string | undefined, work: (source: UploadSource) => Promise<T>): Promise<T> {
   const maxBytes = batchLimits(c.env).maxBytes;
   const contentType = c.req.header('Content-Type') ?? '';
   const raw = /^text\/csv\b/i.test(contentType);
@@ -111,16 +133,12 @@ export async function receiveUpload<E extends AppEnv>(
   if (Number(c.req.header('Content-Length') ?? '0') > bodyLimit) throw new AppError('payload_too_large', tooLarge);
   if (c.req.raw.body === null) throw new AppError('bad_request', 'the file is empty');
   const body = new BodyReader(c.req.raw.body, bodyLimit);
-
-  let outcome: Awaited<ReturnType<typeof acceptUpload>>;
   try {
     const source: UploadSource =
       boundary === null
         ? { fileName: cleanFileName(queryFileName ?? ''), bytes: body.chunks() }
         : await formFileSource(new MultipartReader(body, boundary, { maxBytesBeforePart: MAX_FORM_BYTES_BEFORE_FILE }));
-    const ip = c.req.header('CF-Connecting-IP') || null; // checked by the route: an IP address or absent
-    // Chunk messages go out after the answer, in waitUntil.
-    outcome = await acceptUpload(c.env, c.get('caller'), source, ip, systemClock, (work) => c.executionCtx.waitUntil(work), options);
+    return await work(source);
   } catch (err) {
     if (err instanceof MultipartError) throw new AppError('bad_request', err.message);
     if (err instanceof BodyTooLargeError) throw new AppError('payload_too_large', tooLarge);
@@ -130,8 +148,6 @@ export async function receiveUpload<E extends AppEnv>(
     // was left (a rejected file, the form after "file") is dropped, so the answer reaches the client.
     await body.discardRest();
   }
-  if (!outcome.ok) throw new AppError(UPLOAD_REFUSALS[outcome.reason], outcome.msg);
-  return outcome;
 }
 
 const UPLOAD_REFUSALS = {

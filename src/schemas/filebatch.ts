@@ -15,6 +15,11 @@ const allowDuplicate = z
 export const uploadQuerySchema = z.object({
   file_name: z.string().trim().min(1, 'must not be empty').max(255, 'must be at most 255 characters').optional(),
   allow_duplicate: allowDuplicate,
+  /** `?validate_only=true`: the file is read and its rows checked; nothing is stored or charged. */
+  validate_only: z
+    .enum(['true', 'false'], 'must be true or false')
+    .optional()
+    .transform((value) => value === 'true'),
 });
 
 /** The console's upload takes no file name (its form names the file). */

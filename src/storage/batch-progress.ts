@@ -40,6 +40,9 @@ export interface ChunkLines {
   chunk: number;
   firstLine: number;
   rows: number;
+  /** Its bytes in the uploaded file, when asked for: a row naming a line of another chunk reads that line there. */
+  offset?: number;
+  length?: number;
   /** Whether its message was ever sent: a chunk never sent charged nothing. */
   sent: boolean;
 }
@@ -237,14 +240,14 @@ export function unmarkSent(sql: SqlStorage, first: number, last: number, at: str
   sql.exec('UPDATE chunks SET sent_at = NULL WHERE chunk BETWEEN ? AND ? AND sent_at = ? AND done_at IS NULL', first, last, at);
 }
 
-/** The chunk map by lines, in chunk order, each saying whether it was ever sent. */
-export function listChunkLines(sql: SqlStorage): ChunkLines[] {
+/** The chunk map by lines, in chunk order, each saying whether it was ever sent (and with `bytes`, where it is in the file). */
+export function listChunkLines(sql: SqlStorage, bytes = false): ChunkLines[] {
   return sql
-    .exec<{ chunk: number; first_line: number; rows: number; sent: number }>(
-      'SELECT chunk, first_line, rows, (ever_sent = 1 OR sent_at IS NOT NULL OR done_at IS NOT NULL) AS sent FROM chunks ORDER BY chunk',
+    .exec<{ chunk: number; first_line: number; rows: number; byte_offset: number; byte_length: number; sent: number }>(
+      'SELECT chunk, first_line, rows, byte_offset, byte_length, (ever_sent = 1 OR sent_at IS NOT NULL OR done_at IS NOT NULL) AS sent FROM chunks ORDER BY chunk',
     )
     .toArray()
-    .map((row) => ({ chunk: row.chunk, firstLine: row.first_line, rows: row.rows, sent: row.sent === 1 }));
+    .map((row) => ({ chunk: row.chunk, firstLine: row.first_line, rows: row.rows, ...(bytes ? { offset: row.byte_offset, length: row.byte_length } : {}), sent: row.sent === 1 }));
 }
 
 // ---- Schema -----------------------------------------------------------------------------------

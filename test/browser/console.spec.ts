@@ -291,3 +291,25 @@ test('pause a running batch (the bar reads Paused), resume it to the end; pause 
   await page.setViewportSize({ width: 1440, height: 1000 });
   await page.screenshot({ path: join(SCREENSHOTS_DIR, 'console-cancelled-1440.png'), fullPage: true });
 });
+
+test('Check file: the report of a file before it is uploaded, nothing uploaded', async ({ page }) => {
+  const posts: string[] = [];
+  page.on('request', (request) => {
+    if (request.method() === 'POST') posts.push(new URL(request.url()).pathname);
+  });
+  await signIn(page);
+  const text =
+    '"transaction_type","transaction_id","amount","cc_number","cc_expiration"\n' +
+    '"authorize","","1500","4111111111111111","12/30"\n' +
+    '"capture","line:2","600","",""\n' +
+    '"void","txn_a20261127example","100","",""\n';
+  await page.getByLabel('CSV file').setInputFiles({ name: 'check.csv', mimeType: 'text/csv', buffer: Buffer.from(text) });
+  await page.getByRole('button', { name: 'Check file' }).click();
+  await expect(page.locator('#check-summary')).toHaveText(
+    '3 rows checked: 1 with errors. Would run: 1 authorize, 1 capture. Totals: authorize 15.00 USD, capture 6.00 USD. Nothing was uploaded or charged.',
+  );
+  await expect(page.locator('#check-errors li')).toHaveText(['Line 4, amount: must be empty for a void (a void releases the whole transaction)']);
+  await expect(page.locator('#batch-section')).toBeHidden();
+  // Checked only: the file was never uploaded.
+  expect(posts.filter((path) => path.startsWith('/console/batches'))).toEqual(['/console/batches/check']);
+});

@@ -6,7 +6,7 @@
 import { exports } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBatch } from '../../examples/typed-client';
-import { createClient, type Client } from '../../src/client';
+import { createClient, validateFile, type Client } from '../../src/client';
 import { createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, createUnqueuedBatch, csv, parseResult, QUEUE_TEST_TIMEOUT, saleRows } from '../helpers/batch';
 import { assertDocumentedAnswer } from '../helpers/contract';
@@ -27,6 +27,14 @@ beforeAll(async () => {
 });
 
 describe('the typed client', () => {
+  it('checks a file with validateFile: its report, and no batch', async () => {
+    const file = new File([csv(['transaction_type', 'transaction_id', 'amount'], [['capture', 'txn_a20261127abc', '500'], ['void', 'txn_a20261127def', '9']])], 'ops.csv', { type: 'text/csv' });
+    const checked = await validateFile(api, file);
+    expect(checked).toMatchObject({ ok: true, report: { file_name: 'ops.csv', num_lines: 2, row_error_count: 1, rows_by_type: { capture: 1 }, totals: { USD: { capture: 500 } } } });
+    const listed = await api.api.filebatch.$get({ query: {} });
+    expect((await listed.json()).total_count).toBe(0);
+  });
+
   it('runs the example: uploads a file, polls until completed, downloads one result row per data row', async () => {
     const file = new File([csv(CARD_HEADER, saleRows(3))], 'typed.csv', { type: 'text/csv' });
     const run = await runBatch(api, file, { pollMs: 10, timeoutMs: QUEUE_TEST_TIMEOUT - 5_000 });

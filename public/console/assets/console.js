@@ -86,6 +86,7 @@ dropZone.addEventListener('drop', (event) => {
 $('csv-file').addEventListener('change', () => {
   setFieldError($('csv-file'), $('csv-file-error'), '');
   $('upload-anyway').hidden = true;
+  $('check-result').hidden = true;
 });
 
 $('upload-form').addEventListener('submit', async (event) => {
@@ -98,6 +99,61 @@ $('upload-form').addEventListener('submit', async (event) => {
     return;
   }
   await sendFile(file, false);
+});
+
+// A file checked before it is uploaded (POST /console/batches/check, as ?validate_only=true): the
+// rows a run would refuse, and what it would run, with nothing stored or charged.
+$('check-button').addEventListener('click', async () => {
+  const input = $('csv-file');
+  const file = input.files && input.files[0];
+  if (!file) {
+    setFieldError(input, $('csv-file-error'), 'Choose a CSV file first.');
+    input.focus();
+    return;
+  }
+  const button = $('check-button');
+  const out = $('check-result');
+  button.disabled = true;
+  button.textContent = 'Checking…';
+  try {
+    const form = new FormData();
+    form.append('file', file, file.name);
+    const result = await api('POST', '/console/batches/check', form);
+    out.replaceChildren();
+    out.hidden = false;
+    if (!result.ok) {
+      setFieldError(input, $('csv-file-error'), `The file would be refused: ${result.msg}`);
+      out.hidden = true;
+      return;
+    }
+    setFieldError(input, $('csv-file-error'), '');
+    const report = result.json.data;
+    const types = Object.entries(report.rows_by_type).map(([type, n]) => `${n} ${type}`).join(', ') || 'none';
+    const totals = Object.entries(report.totals)
+      .flatMap(([currency, byType]) => Object.entries(byType).map(([type, minor]) => `${type} ${(minor / 100).toFixed(2)} ${currency}`))
+      .join(', ');
+    const summary = document.createElement('p');
+    summary.id = 'check-summary';
+    summary.textContent =
+      `${report.num_lines} rows checked: ${report.row_error_count} with errors. Would run: ${types}.` +
+      (totals ? ` Totals: ${totals}.` : '') +
+      (report.rows_without_amount ? ` ${report.rows_without_amount} capture or refund rows take the whole amount left.` : '') +
+      ' Nothing was uploaded or charged.';
+    out.append(summary);
+    if (report.row_errors.length > 0) {
+      const list = document.createElement('ul');
+      list.id = 'check-errors';
+      for (const error of report.row_errors.slice(0, 20)) {
+        const item = document.createElement('li');
+        item.textContent = `Line ${error.row}, ${error.column}: ${error.message}`;
+        list.append(item);
+      }
+      out.append(list);
+    }
+  } finally {
+    button.disabled = false;
+    button.textContent = 'Check file';
+  }
 });
 
 // The same file as an upload of the last 24 hours is refused (409, naming that batch): the person

@@ -38,7 +38,7 @@ import {
   type StoredTransaction,
 } from '../../storage/ledger-shard';
 import { OpenClaims } from './open-claims';
-import { beginOperation, completeOperation, releaseOperation } from './operations';
+import { beginOperation, beginOperations, completeOperation, completeOperations, releaseOperation } from './operations';
 import { findRecords, type ShardContext } from './reading';
 import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
@@ -106,6 +106,19 @@ export class LedgerShard extends DurableObject<Env> {
   /** Applies a claimed operation's processor answer (operations.ts). */
   async completeOperation(shard: ShardIdentity, completion: OperationCompletion): Promise<OperationCompleted | ShardFailure> {
     return answerOrFailure(() => completeOperation(this.#shard, shard, completion, this.#indexed(shard)));
+  }
+
+  /**
+   * Many operations' claims, each exactly as `beginOperation` (one after another: each sees the
+   * claims before it), in one write; answers in order. At most a chunk's rows (500): a few KB each way.
+   */
+  async beginOperations(shard: ShardIdentity, requests: readonly OperationRequest[]): Promise<OperationBegin[] | ShardFailure> {
+    return answerOrFailure(() => beginOperations(this.#shard, shard, requests));
+  }
+
+  /** Many claimed operations' answers, each exactly as `completeOperation`, in one write; in order. */
+  async completeOperations(shard: ShardIdentity, completions: readonly OperationCompletion[]): Promise<OperationCompleted[] | ShardFailure> {
+    return answerOrFailure(() => completeOperations(this.#shard, shard, completions, this.#indexed(shard)));
   }
 
   /** Drops a claimed operation its processor never received (the key may be sent again). */

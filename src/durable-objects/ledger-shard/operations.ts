@@ -27,7 +27,7 @@ import {
 } from '../../storage/ledger-shard';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
-import { currentNow, pageRecord, type ShardContext } from './reading';
+import { currentNow, pageRecord, type PageCache, type ShardContext } from './reading';
 import { withOperationDetails } from '../../services/transactions/operation-details';
 // The receipt outbox's hooks live in services/receipts, so this file holds one call each.
 import { operationReceipt } from '../../services/receipts/facts';
@@ -47,6 +47,27 @@ export async function beginOperation(shard: ShardContext, identity: ShardIdentit
   upgradeShardTables(sql);
   // Reading a page may await (gzip): done first; what it is now, the checks and the claim below do not await.
   const found = await pageRecord(sql, identity, request.transactionId, request.query);
+  return claimOperationNow(shard, identity, request, found, true);
+}
+
+/**
+ * Many claims in one synchronous step and one write transaction (a batch chunk's rows): every page
+ * read first (pages are written once), then each claim exactly as `beginOperation` makes it, each
+ * seeing the claims before it.
+ */
+export async function beginOperations(shard: ShardContext, identity: ShardIdentity, requests: readonly OperationRequest[]): Promise<OperationBegin[]> {
+  const sql = shard.sql;
+  if (!readMeta(sql)) return requests.map(() => ({ outcome: 'not_found' }) satisfies OperationBegin);
+  upgradeShardTables(sql);
+  const pages: PageCache = new Map();
+  const found: (Awaited<ReturnType<typeof pageRecord>>)[] = [];
+  for (const request of requests) found.push(await pageRecord(sql, identity, request.transactionId, request.query, pages));
+  return shard.storage.transactionSync(() => requests.map((request, i) => claimOperationNow(shard, identity, request, found[i] ?? null, false)));
+}
+
+/** The checks and the claim of one operation, without awaiting; `own`: in a write transaction of its own (else the caller's). */
+function claimOperationNow(shard: ShardContext, identity: ShardIdentity, request: OperationRequest, found: Awaited<ReturnType<typeof pageRecord>>, own: boolean): OperationBegin {
+  const sql = shard.sql;
   const earlier = findOperation(sql, request.key);
   if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
   const now = currentNow(sql, identity, request.transactionId, found, request.expiredBefore);
@@ -76,10 +97,12 @@ export async function beginOperation(shard: ShardContext, identity: ShardIdentit
     createdAt: request.now,
     answer: null,
   };
-  shard.storage.transactionSync(() => {
+  const claim = () => {
     insertOperation(sql, operation);
     countOperation(sql, request.transactionId, request.kind, counts);
-  });
+  };
+  if (own) shard.storage.transactionSync(claim);
+  else claim();
   return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
 }
 
@@ -94,6 +117,7 @@ export async function completeOperation(
   identity: ShardIdentity,
   completion: OperationCompletion,
   indexed: (now: string) => Promise<void>,
+  cache?: PageCache,
 ): Promise<OperationCompleted> {
   upgradeShardTables(shard.sql);
   const sql = shard.sql;
@@ -104,10 +128,53 @@ export async function completeOperation(
   // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
   // merchant's settlement index first, so no run can miss it.
   if (approved && claimed.kind !== 'void') await indexed(completion.now);
-  const found = await pageRecord(sql, identity, claimed.transactionId, completion.query);
+  const found = await pageRecord(sql, identity, claimed.transactionId, completion.query, cache);
+  const { answer, receipt, current } = answerOperationNow(shard, identity, completion, found, true);
+  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []);
+  return { answer, current };
+}
+
+/**
+ * Many claimed operations' answers in one synchronous step and one write transaction (a batch
+ * chunk's rows): the settlement index and every page first, then each answer exactly as
+ * `completeOperation` applies it, then the receipts they queued armed once.
+ */
+export async function completeOperations(
+  shard: ShardContext,
+  identity: ShardIdentity,
+  completions: readonly OperationCompletion[],
+  indexed: (now: string) => Promise<void>,
+): Promise<OperationCompleted[]> {
+  upgradeShardTables(shard.sql);
+  const sql = shard.sql;
+  const pages: PageCache = new Map();
+  const found: Awaited<ReturnType<typeof pageRecord>>[] = [];
+  for (const completion of completions) {
+    const claimed = findOperation(sql, completion.key);
+    if (!claimed) throw new Error('no such operation was claimed');
+    if (completion.result.response === 'approved' && claimed.kind !== 'void' && claimed.answer === null) await indexed(completion.now);
+    found.push(await pageRecord(sql, identity, claimed.transactionId, completion.query, pages));
+  }
+  const answered = shard.storage.transactionSync(() => completions.map((completion, i) => answerOperationNow(shard, identity, completion, found[i] ?? null, false)));
+  const receipts = answered.flatMap((a) => (a.receipt ? [a.receipt] : []));
+  await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []);
+  return answered.map(({ answer, current }) => ({ answer, current }));
+}
+
+/** One claimed operation's answer applied, without awaiting; `own`: in a write transaction of its own (else the caller's). */
+function answerOperationNow(
+  shard: ShardContext,
+  identity: ShardIdentity,
+  completion: OperationCompletion,
+  found: Awaited<ReturnType<typeof pageRecord>>,
+  own: boolean,
+): OperationCompleted & { receipt: ReturnType<typeof operationReceipt> } {
+  const sql = shard.sql;
+  const claimed = findOperation(sql, completion.key);
+  if (!claimed) throw new Error('no such operation was claimed');
   // Another call may have answered this operation while this one awaited.
-  const again = findOperation(sql, completion.key);
-  if (again?.answer != null) return { answer: again.answer };
+  if (claimed.answer !== null) return { answer: claimed.answer, receipt: null };
+  const approved = completion.result.response === 'approved';
   const now = currentNow(sql, identity, claimed.transactionId, found, completion.expiredBefore);
   if (!now) throw new Error('the transaction of a claimed operation is gone');
   const lifecycle = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
@@ -125,7 +192,7 @@ export async function completeOperation(
       ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
       : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` },
   );
-  shard.storage.transactionSync(() => {
+  const write = () => {
     if (approved) {
       writeState(
         sql,
@@ -156,11 +223,12 @@ export async function completeOperation(
     }
     answerOperation(sql, completion.key, answer);
     if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]);
-  });
-  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []);
+  };
+  if (own) shard.storage.transactionSync(write);
+  else write();
   // The transaction as written (as it was, when the processor declined): what the search index takes next.
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };
-  return { answer, current };
+  return { answer, receipt, current };
 }
 
 /**

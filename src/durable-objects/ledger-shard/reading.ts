@@ -104,8 +104,20 @@ export interface PageRecord {
  * A transaction's record as its page holds it (the page is decompressed: this awaits), and where;
  * null when its page holds no such id. What it is now is read after, without awaiting: `currentNow`.
  */
-export async function pageRecord(sql: SqlStorage, shard: ShardIdentity, id: string, query: ShardQuery): Promise<PageRecord | null> {
+export async function pageRecord(sql: SqlStorage, shard: ShardIdentity, id: string, query: ShardQuery, cache?: PageCache): Promise<PageRecord | null> {
   for (const row of readPageRows(sql, { exact: query.exact, floor: query.floor })) {
+    if (cache) {
+      // A page row is written once: its records, unpacked by id, serve every operation of the call.
+      const key = `${row.page}\n${row.seq}`;
+      let byId = cache.get(key);
+      if (!byId) {
+        byId = new Map((await decodePage(row)).map((packed) => unpackRecord(shard.merchantId, packed)).map((stored) => [String(stored.record.id), stored]));
+        cache.set(key, byId);
+      }
+      const stored = byId.get(id);
+      if (stored) return { stored, row: { page: row.page, seq: row.seq } };
+      continue;
+    }
     for (const packed of await decodePage(row)) {
       const stored = unpackRecord(shard.merchantId, packed);
       if (String(stored.record.id) === id) return { stored, row: { page: row.page, seq: row.seq } };
@@ -113,6 +125,9 @@ export async function pageRecord(sql: SqlStorage, shard: ShardIdentity, id: stri
   }
   return null;
 }
+
+/** The records of page rows one call of many operations has read, by page row and id (at most the shard's pages a chunk names). */
+export type PageCache = Map<string, Map<string, PageRecord['stored']>>;
 
 /**
  * The current record of one transaction, read in one synchronous step (no await: a settlement run

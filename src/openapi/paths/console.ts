@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { batchSummaryResponseSchema, consoleSessionResponseSchema, consoleSignedOutResponseSchema, consoleSignInSchema } from '../../schemas/console';
 import { batchIdParamSchema, consoleUploadQuerySchema, listQuerySchema, uploadHeaderSchema } from '../../schemas/filebatch';
 import { batchControlResponseSchema, batchListResponseSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
+import { validateOnlyResponseSchema } from '../../schemas/filebatch-validate';
 import { BATCH_CONTROLS } from './filebatch';
 import { errors, json, ok, type Registry } from './common';
 
@@ -76,6 +77,22 @@ export function registerConsole(registry: Registry): void {
         400: 'The file was refused: `msg` names the line and the problem.',
         409: 'The same file was uploaded in the last 24 hours (`msg` names its batch; `?allow_duplicate=true` uploads it anyway), or the Idempotency-Key was used for another file.',
       }),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/console/batches/check',
+    operationId: 'consoleCheckFile',
+    tags,
+    summary: 'Check a batch file before uploading it, as POST /api/filebatch?validate_only=true: nothing is stored or charged',
+    security: SESSION,
+    request: {
+      headers: CSRF.headers,
+      body: { required: true, content: { 'multipart/form-data': { schema: z.strictObject({ file: z.string().meta({ format: 'binary', contentMediaType: 'text/csv' }) }) } } },
+    },
+    responses: {
+      200: ok("The file's report: row errors, rows by type, totals by currency.", validateOnlyResponseSchema),
+      ...errors([400, 401, 403, 413, 429], { ...FORBIDDEN, 400: 'The file was refused: `msg` names the line and the problem.' }),
     },
   });
   registry.registerPath({

@@ -1,5 +1,7 @@
 import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema } from '../../schemas/filebatch';
 import { batchControlResponseSchema, batchListResponseSchema, batchRecordSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
+import { z } from 'zod';
+import { validateOnlyResponseSchema } from '../../schemas/filebatch-validate';
 import { RESULT_COLUMNS } from '../../schemas/transaction-columns';
 import { errors, ok, SECRET_KEY, type Registry } from './common';
 
@@ -57,7 +59,9 @@ export function registerFilebatch(registry: Registry): void {
       'Multipart form data with one part named `file`, or the raw CSV as a `text/csv` body naming the file with `?file_name=`. ' +
       'A structural problem rejects the whole file with the line (400); nothing is kept. Success is the envelope with status `pending`. ' +
       'With an `Idempotency-Key`, the same key and file within 24 hours answer the first batch again (200, `Idempotent-Replayed: true`), another file under the key is a 409. ' +
-      'The same bytes as a file uploaded in the last 24 hours are a 409 naming that batch, unless `?allow_duplicate=true`. Rate-limited per key (120 per 60 s).',
+      'The same bytes as a file uploaded in the last 24 hours are a 409 naming that batch, unless `?allow_duplicate=true`. Rate-limited per key (120 per 60 s). ' +
+      'Rows are sale, authorize and credit, and capture, void and refund naming their transaction in `transaction_id` (an id this service answered, or `line:N` for a row of the same file; ' +
+      'a file naming one transaction twice is a 400). `?validate_only=true` reads the whole file the same way and answers what a run would refuse and run, storing and charging nothing.',
     security: SECRET_KEY,
     request: {
       query: uploadQuerySchema,
@@ -81,7 +85,11 @@ export function registerFilebatch(registry: Registry): void {
     },
     responses: {
       200: {
-        ...ok('Accepted: the batch record, status `pending`; or, under an Idempotency-Key used with the same file, the first upload\'s answer again.', uploadResponseSchema),
+        ...ok(
+          'Accepted: the batch record, status `pending`; or, under an Idempotency-Key used with the same file, the first upload\'s answer again. ' +
+            'With `?validate_only=true`: the file\'s report (`FileReport`), and no batch.',
+          z.union([uploadResponseSchema, validateOnlyResponseSchema]),
+        ),
         headers: { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } } },
       },
       ...errors([400, 401, 409, 413, 429], {

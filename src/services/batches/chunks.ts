@@ -1,7 +1,8 @@
 /**
  * The work of one chunk message: read its rows from the uploaded file (an R2 range read), run them
- * through the transaction engine in one call, store the result part, and record the chunk in the
- * batch's Durable Object. Safe to repeat: each row's idempotency key is `{batchId}:{line}`, so a row
+ * (sale, authorize and credit rows through the transaction engine in one call, then capture, void
+ * and refund rows through the API's operations: chunk-plan.ts), store the result part, and record
+ * the chunk in the batch's Durable Object. Safe to repeat: each row's idempotency key is `{batchId}:{line}`, so a row
  * recorded by an earlier attempt comes back `replayed`, never charged twice; the result part is
  * overwritten with the same lines; and the object counts a chunk once. Rows claimed by another
  * attempt still running (a second delivery of the chunk) leave the chunk to be tried again later.
@@ -11,18 +12,10 @@ import { parseChunkRows, toCsvLine } from '../../lib/batch-csv';
 import { describeFieldErrors } from '../../lib/field-errors';
 import type { Clock } from '../../lib/time';
 import type { ChunkMessage } from '../../schemas/queue';
-import {
-  NUMERIC_RESULT_COLUMNS,
-  RESULT_COLUMNS,
-  type InputColumn,
-  type TransactionInput,
-  type TransactionOutcome,
-  type TransactionRecord,
-  type TransactionRequest,
-} from '../../schemas/transaction-columns';
+import { NUMERIC_RESULT_COLUMNS, RESULT_COLUMNS, type TransactionOutcome, type TransactionRecord } from '../../schemas/transaction-columns';
 import { putResultPart, readUploadRange } from '../../storage/batch-files';
 import { batchContext } from './batch-context';
-import { processTransactions } from '../recorded';
+import { rowIdempotencyKey, runChunkRows, toParsedRow } from './chunk-plan';
 import { failBatch, lifecycleDeps } from './lifecycle';
 import { hasEnded } from './state';
 
@@ -33,10 +26,7 @@ export type ChunkOutcome =
   /** Another attempt holds some rows' claims: nothing written; ask again after `retryAfterSeconds`. */
   | { ok: false; reason: 'rows_in_flight'; retryAfterSeconds: number };
 
-/** A batch row's idempotency key: the line of the file, in the batch's own ledger shard. */
-export function rowIdempotencyKey(batchId: string, line: number): string {
-  return `${batchId}:${line}`;
-}
+export { rowIdempotencyKey };
 
 export async function processChunk(env: Env, message: ChunkMessage, clock: Clock): Promise<ChunkOutcome> {
   // The batch row, its caller and processors: once per batch per isolate (batch-context.ts).
@@ -54,40 +44,21 @@ export async function processChunk(env: Env, message: ChunkMessage, clock: Clock
     return { ok: false, reason: 'batch_ended' };
   }
 
-  const requests: TransactionRequest[] = parseChunkRows(text, message.firstLine).map((row) => ({
-    input: toInput(batch.columns, row.fields),
-    idempotencyKey: rowIdempotencyKey(batch.id, row.line),
-    line: row.line,
-  }));
-  const outcomes = await processTransactions(
-    env,
-    caller,
-    requests,
-    { source: 'batch', ipAddress: batch.ip_address, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: message.firstLine, processors },
-    clock,
-  );
-  if (outcomes.length !== requests.length) {
-    throw new Error(`engine answered ${outcomes.length} outcomes for ${requests.length} rows`);
-  }
+  const rows = parseChunkRows(text, message.firstLine).map((row) => toParsedRow(batch.columns, row));
+  const context = { source: 'batch' as const, ipAddress: batch.ip_address, batchId: batch.id, batchCreatedAt: batch.created_at, chunkFirstLine: message.firstLine, processors };
+  const outcomes = await runChunkRows(env, caller, batch, rows, context, message.chunk, clock);
   const waits = outcomes.flatMap((o) => (!o.ok && o.reason === 'in_progress' ? [o.takeoverInSeconds] : []));
   if (waits.length > 0) return { ok: false, reason: 'rows_in_flight', retryAfterSeconds: Math.max(...waits) };
+  if (outcomes.length !== rows.length) {
+    throw new Error(`engine answered ${outcomes.length} outcomes for ${rows.length} rows`);
+  }
   let csv = '';
-  for (const [index, outcome] of outcomes.entries()) csv += resultLine(outcome, requests[index]?.idempotencyKey ?? '');
+  for (const [index, outcome] of outcomes.entries()) csv += resultLine(outcome, rowIdempotencyKey(batch.id, rows[index]?.line ?? 0));
   await putResultPart(env.FILES, batch.id, message.chunk, csv);
   const recorded = await progress.recordChunk(message.chunk);
   // Thrown here, in the consumer, so the message is retried with backoff like any other failure.
   if ('failed' in recorded) throw new Error(`chunk ${message.chunk} could not be recorded: ${recorded.failed}`);
   return { ok: true, counted: recorded.counted };
-}
-
-/** Header names → field values; an empty field is an absent value. */
-function toInput(columns: string[], fields: string[]): TransactionInput {
-  const input: TransactionInput = {};
-  for (const [index, column] of columns.entries()) {
-    const value = fields[index];
-    if (value !== undefined && value !== '') input[column as InputColumn] = value;
-  }
-  return input;
 }
 
 /** Which result columns are numeric, in column order: what `toCsvLine` leaves as numbers. */

@@ -20,19 +20,23 @@
  *
  * Subrequests (one HTTP invocation): the batch row, the object, the claims' settlement (one call to
  * the shard, one to the processor per day), the parts listing, one R2 read per finished chunk and
- * one ledger read per chunk that ran without finishing (at most the window, BATCH_CHUNKS_IN_FLIGHT);
+ * one ledger read per chunk that ran without finishing (at most the window, BATCH_CHUNKS_IN_FLIGHT)
+ * and, for one with capture, void or refund rows, its manifest and one read per ledger shard its
+ * rows name (a D1 read more per row naming a batch row's transaction, at most 500 a chunk);
  * a chunk never sent is written without any. For the largest file (1,000 chunks) about 1,010, under
  * Workers Paid's 10,000 per invocation (half: 5,000; docs/limits.md, "Platform limits").
  */
 import type { Caller, Env } from '../../env';
 import { concatenatedStream } from '../../lib/concatenated-stream';
-import type { Clock } from '../../lib/time';
+import { systemClock, type Clock } from '../../lib/time';
 import { listResultParts } from '../../storage/batch-files';
 import { findMerchantBatch, type BatchRow } from '../../storage/batches';
 import { settleBatchClaims } from '../transactions/claims';
 import { Ledger } from '../transactions/ledger';
 import { notProcessedRecord } from '../transactions/records';
 import { resultLine, rowIdempotencyKey } from './chunks';
+import { currentTransactions } from '../search/operation-changes';
+import { getOperationManifest, OPERATION_UNFINISHED_TEXT } from './operation-manifest';
 import { batchState, openDownload, resultHeader, resultPart, resultsExpired, type DownloadOutcome } from './results';
 import { wasCancelled, type ChunkLines } from './state';
 
@@ -97,6 +101,17 @@ async function unfinishedChunkLines(env: Env, caller: Caller, batch: BatchRow, c
   // A chunk never sent charged nothing: no ledger read for it.
   const found = chunk.sent ? await new Ledger(env, caller.merchantId, context, new Date()).find(keys) : new Map<string, never>();
   const records = new Map([...found].map(([key, stored]) => [key, stored.record]));
+  // Capture, void and refund rows are recorded in the shard of the transaction they act on: the
+  // chunk's manifest names it, and the line shows it as it is now.
+  const operations = chunk.sent ? await getOperationManifest(env.FILES, batch.id, chunk.chunk) : [];
+  if (operations.length > 0) {
+    const current = await currentTransactions(env, caller, operations.map((entry) => entry.transactionId), systemClock);
+    for (const entry of operations) {
+      const key = rowIdempotencyKey(batch.id, entry.line);
+      const record = current.get(entry.transactionId)?.record;
+      if (!records.has(key) && record) records.set(key, { ...record, idempotency_key: key, processor_response_text: OPERATION_UNFINISHED_TEXT });
+    }
+  }
   const cancelled = wasCancelled(batch.failure_reason);
   let lines = '';
   for (const key of keys) {

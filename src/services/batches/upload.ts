@@ -15,15 +15,21 @@ import { INPUT_COLUMNS } from '../../schemas/transaction-columns';
 import { deleteUpload, R2UploadWriter, uploadKey } from '../../storage/batch-files';
 import { findBatchByUploadFingerprint, findBatchByUploadKey, findFingerprintHolder, releaseUploadKey, type BatchRow } from '../../storage/batches';
 import { batchLimits } from './limits';
+import { GatedRowTap } from '../../lib/row-tap';
+import { NamedOnce } from './file-checks';
 import { chunkMessages, createBatch, lifecycleDeps, startBatch } from './lifecycle';
 import { PendingUploadRecord } from './pending-uploads';
+import { TRANSACTION_ID_COLUMN } from './lifecycle-rows';
 
 /** Rows longer than this are a structural error: no valid row comes near it (49 short columns). */
 export const MAX_ROW_BYTES = 64 * 1024;
 
-const KNOWN_COLUMNS: ReadonlySet<string> = new Set(INPUT_COLUMNS);
+const KNOWN_COLUMNS: ReadonlySet<string> = new Set([...INPUT_COLUMNS, TRANSACTION_ID_COLUMN]);
 
-/** The batch file's header rules: known, non-duplicate names; transaction_type; amount or base_amount. */
+/**
+ * The batch file's header rules: known, non-duplicate names; transaction_type; amount or
+ * base_amount, or transaction_id (a file of voids has no amount).
+ */
 export function checkHeader(columns: string[]): string | null {
   const seen = new Set<string>();
   for (const [index, name] of columns.entries()) {
@@ -34,7 +40,7 @@ export function checkHeader(columns: string[]): string | null {
     seen.add(name);
   }
   if (!seen.has('transaction_type')) return 'the header has no transaction_type column';
-  if (!seen.has('amount') && !seen.has('base_amount')) return 'the header needs an amount or base_amount column';
+  if (!seen.has('amount') && !seen.has('base_amount') && !seen.has(TRANSACTION_ID_COLUMN)) return 'the header needs an amount or base_amount column';
   return null;
 }
 
@@ -135,6 +141,9 @@ export async function uploadBatch(
   // The file's SHA-256, computed as it streams (the bytes are never held whole), over its content:
   // without a BOM, with LF line endings, without its final line ending (lib/content-normalizer.ts).
   const normalizer = new ContentNormalizer();
+  // Rows are read field by field only in files that name transactions (a sale file streams as bytes).
+  const named = new NamedOnce();
+  const tap = new GatedRowTap((columns) => columns.includes(TRANSACTION_ID_COLUMN), (row) => named.check(row));
   const digest = new crypto.DigestStream('SHA-256');
   const digestWriter = digest.getWriter();
   // A refused file leaves the digest unfinished; its promise then rejects, and nobody else awaits it.
@@ -155,6 +164,11 @@ export async function uploadBatch(
         failure = { ok: false, reason: 'invalid_file', msg: problemMessage(problem) };
         break;
       }
+      const rowProblem = tap.push(bytes, scanner.columns);
+      if (rowProblem) {
+        failure = { ok: false, reason: 'invalid_file', msg: rowProblem };
+        break;
+      }
       if (scanner.rows > limits.maxRows) {
         failure = { ok: false, reason: 'too_large', msg: `the file exceeds the limit of ${limits.maxRows} data rows` };
         break;
@@ -168,6 +182,11 @@ export async function uploadBatch(
     throw err;
   }
   let scan = failure ? null : scanner.finish();
+  const lastRowProblem = scan?.ok ? tap.finish() : null;
+  if (lastRowProblem) {
+    failure = { ok: false, reason: 'invalid_file', msg: lastRowProblem };
+    scan = null;
+  }
   // The last row may end without "\n" and only be counted by finish().
   if (scan?.ok && scan.rows > limits.maxRows) {
     failure = { ok: false, reason: 'too_large', msg: `the file exceeds the limit of ${limits.maxRows} data rows` };

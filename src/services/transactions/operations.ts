@@ -11,13 +11,13 @@
 import type { Caller, Env } from '../../env';
 import { randomId, sha256Hex } from '../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../lib/time';
-import type { OperationBegin, OperationCompleted, OperationKind, OperationRow, OperationResult } from '../../storage/ledger-shard';
+import type { OperationBegin, OperationCompleted, OperationCompletion, OperationKind, OperationRequest, OperationRow, OperationResult } from '../../storage/ledger-shard';
 import { CLAIM_TIMEOUT_SECONDS, processorAccounts } from './claims';
-import { locateTransaction } from './engine';
+import { locateMany } from './locate-many';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
 import type { Shard } from './ledger';
 import { merchantProcessors } from './processors/registry';
-import type { ChargeResult, PaymentProcessor } from './processors/processor';
+import type { PaymentProcessor } from './processors/processor';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationDetails } from './operation-details';
 
@@ -63,60 +63,131 @@ export interface OperationRun {
 
 /** Runs a capture, void or refund against the ledger (services/recorded.ts runs what follows it). */
 export async function operate(env: Env, caller: Caller, input: OperationInput, clock: Clock): Promise<OperationRun> {
+  const [run] = await operateMany(env, caller, [input], clock);
+  if (!run) throw new Error('an operation answered no outcome');
+  return run;
+}
+
+/** `operateMany`'s outcomes alone (a batch chunk's rows, whose caller indexes them grouped). */
+export async function runUnindexedOperations(env: Env, caller: Caller, inputs: readonly OperationInput[], clock: Clock): Promise<OperationOutcome[]> {
+  return (await operateMany(env, caller, inputs, clock)).map((run) => run.outcome);
+}
+
+/**
+ * Operations on many transactions (a batch file's capture, void and refund rows), each exactly as
+ * `runOperation` runs one, with the round trips shared: one claim call and one answer call per
+ * ledger shard holding any of them, and one processor call per acquirer day for all of them (the
+ * sandbox coalesces the calls of one turn). Not indexed for search: the caller indexes the outcomes
+ * (services/search/operation-changes.ts, grouped too). The transactions must be distinct.
+ */
+export async function operateMany(env: Env, caller: Caller, inputs: readonly OperationInput[], clock: Clock): Promise<OperationRun[]> {
   const now = clock();
-  const located = await locateTransaction(env, caller.merchantId, input.transactionId, now);
-  if (!located.ok) {
-    return nothingWritten(
-      located.reason === 'archived'
-        ? { ok: false, reason: 'archived', message: `transaction archived: ${located.archive}` }
-        : { ok: false, reason: 'not_found', message: 'transaction not found' },
-    );
-  }
-  const { shard, query } = located;
-  const clientKey = input.idempotencyKey ?? randomId(24, 'auto_');
-  const request = {
-    transactionId: input.transactionId,
-    query,
-    kind: input.kind,
-    key: `${input.transactionId}:${input.kind}:${clientKey}`,
-    // FluidPay's details are part of the request (another set under the key is a conflict).
-    requestHash: await sha256Hex(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
-    amount: input.amount,
-    ...(input.details?.surcharge ? { surcharge: input.details.surcharge } : {}),
-    now: isoTimestamp(now),
-    expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
-    staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),
-  };
-  const operation = new OperationCall(env, caller, shard, clientKey, input.ipAddress, request.expiredBefore, query, clock, input.details);
-  let begun = await operation.begin(request);
-  if (begun.outcome === 'abandoned') {
-    // Its holder crashed: what the processor did under its key decides (never a second call).
-    await operation.settleAbandoned(begun.operation, begun.record);
-    begun = await operation.begin(request);
-  }
-  switch (begun.outcome) {
-    case 'answered':
-      if (begun.requestHash !== request.requestHash) {
-        return nothingWritten({ ok: false, reason: 'idempotency_conflict', message: `Idempotency-Key was used for another ${input.kind} request of this transaction` });
-      }
-      return nothingWritten(fromAnswer(begun.answer, true));
-    case 'not_found':
-      return nothingWritten({ ok: false, reason: 'not_found', message: 'transaction not found' });
-    case 'in_progress':
-    case 'abandoned':
-      return nothingWritten({ ok: false, reason: 'in_progress', message: `another operation on this transaction is in progress (since ${begun.outcome === 'in_progress' ? begun.since : begun.operation.createdAt}); ask again shortly` });
-    case 'refused':
-      return nothingWritten({ ok: false, reason: begun.reason, message: begun.message });
-    case 'claimed': {
-      const completed = await operation.run(begun.operation, begun.record);
-      return { outcome: fromAnswer(completed.answer, false), current: completed.current ?? null };
+  const outcomes = new Array<OperationRun | undefined>(inputs.length);
+  const shared = new SharedProcessors(env, caller, clock);
+  const groups = new Map<string, { shard: Shard; items: { index: number; call: OperationCall; request: OperationRequest }[] }>();
+  const locations = await locateMany(env, caller.merchantId, inputs.map((input) => input.transactionId), now);
+  for (const [index, input] of inputs.entries()) {
+    const located = locations[index];
+    if (!located) throw new Error('a transaction was not located');
+    if (!located.ok) {
+      outcomes[index] = nothingWritten(
+        located.reason === 'archived'
+          ? { ok: false, reason: 'archived', message: `transaction archived: ${located.archive}` }
+          : { ok: false, reason: 'not_found', message: 'transaction not found' },
+      );
+      continue;
     }
+    const { shard, query } = located;
+    const clientKey = input.idempotencyKey ?? randomId(24, 'auto_');
+    const request: OperationRequest = {
+      transactionId: input.transactionId,
+      query,
+      kind: input.kind,
+      key: `${input.transactionId}:${input.kind}:${clientKey}`,
+      // FluidPay's capture and refund details are part of the request (another set under the key is a conflict).
+      requestHash: await sha256Hex(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
+      amount: input.amount,
+      ...(input.details?.surcharge ? { surcharge: input.details.surcharge } : {}),
+      now: isoTimestamp(now),
+      expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
+      staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),
+    };
+    const call = new OperationCall(env, caller, shard, clientKey, input.ipAddress, request.expiredBefore, query, clock, shared, input.details);
+    const group = groups.get(shard.identity.name) ?? { shard, items: [] };
+    group.items.push({ index, call, request });
+    groups.set(shard.identity.name, group);
   }
+  await Promise.all(
+    [...groups.values()].map(async ({ shard, items }) => {
+      const begun = await shard.stub.beginOperations(shard.identity, items.map((item) => item.request));
+      if ('failed' in begun) throw new Error(`ledger shard write failed: ${begun.failed}`);
+      const claimed: { index: number; call: OperationCall; op: OperationRow; result: Promise<OperationResult | null> }[] = [];
+      await Promise.all(
+        items.map(async ({ index, call, request }, i) => {
+          let answer = begun[i];
+          if (!answer) throw new Error('a ledger shard answered fewer operations than it was sent');
+          if (answer.outcome === 'abandoned') {
+            // Its holder crashed: what the processor did under its key decides (never a second call).
+            await call.settleAbandoned(answer.operation, answer.record);
+            answer = await call.begin(request);
+          }
+          if (answer.outcome === 'claimed') claimed.push({ index, call, op: answer.operation, result: call.ask(answer.operation, answer.record) });
+          else outcomes[index] = nothingWritten(unclaimed(answer, request, inputs[index]?.kind ?? request.kind));
+        }),
+      );
+      // Every claim of the shard asked (the calls coalesce), then answered in one call.
+      const results = await Promise.all(claimed.map((c) => c.result));
+      const completions = claimed.flatMap((c, i) => (results[i] ? [{ c, result: results[i] }] : []));
+      if (completions.length === 0) return;
+      const answers = await shard.stub.completeOperations(
+        shard.identity,
+        completions.map(({ c, result }) => c.call.completion(c.op, result)),
+      );
+      if ('failed' in answers) throw new Error(`ledger shard write failed: ${answers.failed}`);
+      completions.forEach(({ c }, i) => (outcomes[c.index] = { outcome: fromAnswer(answers[i]?.answer ?? '', false), current: answers[i]?.current ?? null }));
+    }),
+  );
+  return outcomes.map((outcome) => {
+    if (!outcome) throw new Error('an operation was left without an outcome');
+    return outcome;
+  });
 }
 
 /** An outcome this call wrote nothing for (a replay is answered from what an earlier call wrote). */
 function nothingWritten(outcome: OperationOutcome): OperationRun {
   return { outcome, current: null };
+}
+
+/** The outcome of an operation that was not claimed by this call. */
+function unclaimed(begun: Exclude<OperationBegin, { outcome: 'claimed' }>, request: OperationRequest, kind: OperationKind): OperationOutcome {
+  switch (begun.outcome) {
+    case 'answered':
+      if (begun.requestHash !== request.requestHash) {
+        return { ok: false, reason: 'idempotency_conflict', message: `Idempotency-Key was used for another ${kind} request of this transaction` };
+      }
+      return fromAnswer(begun.answer, true);
+    case 'not_found':
+      return { ok: false, reason: 'not_found', message: 'transaction not found' };
+    case 'in_progress':
+    case 'abandoned':
+      return { ok: false, reason: 'in_progress', message: `another operation on this transaction is in progress (since ${begun.outcome === 'in_progress' ? begun.since : begun.operation.createdAt}); ask again shortly` };
+    case 'refused':
+      return { ok: false, reason: begun.reason, message: begun.message };
+  }
+}
+
+/** The merchant's processor accounts, read once for all the operations of a call (their calls then coalesce). */
+class SharedProcessors {
+  #accounts: Promise<ReturnType<typeof processorAccounts>> | null = null;
+  constructor(
+    readonly env: Env,
+    readonly caller: Caller,
+    readonly clock: Clock,
+  ) {}
+
+  accounts(): Promise<ReturnType<typeof processorAccounts>> {
+    return (this.#accounts ??= merchantProcessors(this.env.DB, this.caller.merchantId, this.clock).then((list) => processorAccounts(this.env, list, this.clock)));
+  }
 }
 
 /**
@@ -141,18 +212,18 @@ class OperationCall {
     readonly expiredBefore: string,
     readonly query: { ids: string[]; exact: string[]; floor: string[] },
     readonly clock: Clock,
+    readonly processors: SharedProcessors,
     readonly details?: OperationDetails,
   ) {}
 
-  async begin(request: Parameters<Shard['stub']['beginOperation']>[1]): Promise<OperationBegin> {
+  async begin(request: OperationRequest): Promise<OperationBegin> {
     const begun = await this.shard.stub.beginOperation(this.shard.identity, request);
     if ('failed' in begun) throw new Error(`ledger shard write failed: ${begun.failed}`);
     return begun;
   }
 
   async #processor(record: TransactionRecord): Promise<PaymentProcessor> {
-    const processors = await merchantProcessors(this.env.DB, this.caller.merchantId, this.clock);
-    const processor = processorAccounts(this.env, processors, this.clock)(String(record.processor_id));
+    const processor = (await this.processors.accounts())(String(record.processor_id));
     if (!processor) throw new Error(`transaction ${String(record.id)} names an unknown processor`);
     return processor;
   }
@@ -167,21 +238,22 @@ class OperationCall {
     };
   }
 
-  /** Asks the processor once, then applies its answer. */
-  async run(op: OperationRow, record: TransactionRecord): Promise<OperationCompleted> {
+  /**
+   * Asks the processor once. Null when its answer did not come back and its record says it never
+   * received the operation: the claim is released (the row or request may be sent again); an
+   * answer that did not come back and cannot be looked up either throws, the claim kept.
+   */
+  async ask(op: OperationRow, record: TransactionRecord): Promise<OperationResult | null> {
     const processor = await this.#processor(record);
-    let result: ChargeResult | null;
     try {
-      result = await processor[op.kind](this.#operation(op, record));
+      return await processor[op.kind](this.#operation(op, record));
     } catch (err) {
       // It may or may not have been done: the processor's record says (as for a charge, claims.ts).
-      result = await processor.lookup(op.key, op.createdAt).catch(() => null);
-      if (result === null) {
-        await this.shard.stub.releaseOperation(this.shard.identity, op.key);
-        throw err;
-      }
+      const found = await processor.lookup(op.key, op.createdAt).catch(() => null);
+      if (found !== null) return found;
+      await this.shard.stub.releaseOperation(this.shard.identity, op.key);
+      throw err;
     }
-    return this.#complete(op, result);
   }
 
   async settleAbandoned(op: OperationRow, record: TransactionRecord): Promise<void> {
@@ -195,20 +267,25 @@ class OperationCall {
     await this.#complete(op, result);
   }
 
-  async #complete(op: OperationRow, result: OperationResult): Promise<OperationCompleted> {
-    const done = await this.shard.stub.completeOperation(this.shard.identity, {
+  /** The answer to write for a claimed operation (an abandoned one settled here may be another request's: its own key, no address). */
+  completion(op: OperationRow, result: OperationResult): OperationCompletion {
+    const own = op.key === `${op.transactionId}:${op.kind}:${this.clientKey}`;
+    return {
       key: op.key,
       query: this.query,
       result,
       now: isoTimestamp(this.clock()),
       expiredBefore: this.expiredBefore,
-      // An abandoned operation settled here may be another request's: its own key, no address.
       idempotencyKey: op.key.slice(`${op.transactionId}:${op.kind}:`.length),
-      ipAddress: op.key === `${op.transactionId}:${op.kind}:${this.clientKey}` ? this.ipAddress : null,
+      ipAddress: own ? this.ipAddress : null,
       // Only this request's own operation gets its FluidPay details.
-      ...(this.details && op.key === `${op.transactionId}:${op.kind}:${this.clientKey}` ? { details: this.details } : {}),
-    });
+      ...(this.details && own ? { details: this.details } : {}),
+    };
+  }
+
+  async #complete(op: OperationRow, result: OperationResult): Promise<string> {
+    const done = await this.shard.stub.completeOperation(this.shard.identity, this.completion(op, result));
     if ('failed' in done) throw new Error(`ledger shard write failed: ${done.failed}`);
-    return done;
+    return done.answer;
   }
 }

@@ -1,0 +1,123 @@
+/**
+ * Checks of a batch file's rows made while it streams in (docs/batch.md): every upload of a file
+ * with a `transaction_id` column refuses a file that names one transaction in two lifecycle rows
+ * (so the rows of one file never race each other for a transaction, and every run of the file acts
+ * the same way); a validate-only upload also checks every row as a run would and counts them.
+ */
+import { hash53 } from '../../lib/hash53';
+import { maskCardNumbersIn } from '../../lib/card-number';
+import type { CsvRow } from '../../lib/batch-csv';
+import { CURRENCY } from '../transactions/records';
+import { normaliseInput, validateTransaction } from '../transactions/validation';
+import { toParsedRow } from './chunk-plan';
+import { checkLifecycleRow, FIRST_PASS_TRANSACTION_ID_ERROR, lifecycleKind, TRANSACTION_ID_COLUMN } from './lifecycle-rows';
+
+/**
+ * The transactions a file's lifecycle rows name, by a 53-bit hash of the name (a number each, not
+ * the text: at most BATCH_MAX_ROWS entries, about 25 bytes each, ~12 MiB for 500,000 rows, within an
+ * invocation's 128 MiB). Two names sharing a hash would refuse a good file, with odds near 2^-53
+ * per pair: about 1 in 70 million for a 500,000-row file.
+ */
+export class NamedOnce {
+  readonly #firstLine = new Map<number, number>();
+  #columns: string[] | null = null;
+  #typeAt = -1;
+  #idAt = -1;
+
+  /** A row's problem (the whole file is refused with it), or null. */
+  check(row: CsvRow): string | null {
+    if (this.#columns === null) {
+      this.#columns = row.fields;
+      this.#typeAt = row.fields.indexOf('transaction_type');
+      this.#idAt = row.fields.indexOf(TRANSACTION_ID_COLUMN);
+      return null;
+    }
+    if (this.#idAt === -1 || lifecycleKind(row.fields[this.#typeAt]) === null) return null;
+    const named = row.fields[this.#idAt]?.trim() ?? '';
+    if (named === '') return null;
+    const hash = hash53(named);
+    const first = this.#firstLine.get(hash);
+    if (first !== undefined) {
+      return `line ${row.line}: transaction_id ${maskCardNumbersIn(named).slice(0, 100)} is named again (line ${first} names it); a file may act on a transaction once`;
+    }
+    this.#firstLine.set(hash, row.line);
+    return null;
+  }
+}
+
+/** How many row errors a validate-only answer lists (the total is always given). */
+export const MAX_LISTED_ROW_ERRORS = 1_000;
+
+export interface RowProblem {
+  row: number;
+  column: string;
+  message: string;
+}
+
+/** What a validate-only upload answers besides the file's own problems. */
+export interface FileReport {
+  num_lines: number;
+  row_errors: RowProblem[];
+  row_error_count: number;
+  rows_by_type: Record<string, number>;
+  /** Minor units by currency and type, over the rows that would run; capture and refund rows without an amount (the whole amount left) are counted in `rows_without_amount`. */
+  totals: Record<string, Record<string, number>>;
+  rows_without_amount: number;
+}
+
+/** Every data row checked as a run checks it before any lookup or charge. */
+export class FileReporter {
+  readonly #named = new NamedOnce();
+  #columns: string[] | null = null;
+  readonly #report: FileReport = { num_lines: 0, row_errors: [], row_error_count: 0, rows_by_type: {}, totals: {}, rows_without_amount: 0 };
+
+  constructor(readonly now: Date) {}
+
+  /** A problem that refuses the whole file, or null. */
+  row(row: CsvRow): string | null {
+    const problem = this.#named.check(row);
+    if (problem) return problem;
+    if (this.#columns === null) {
+      this.#columns = row.fields;
+      return null;
+    }
+    this.#report.num_lines++;
+    const parsed = toParsedRow(this.#columns, row);
+    const kind = lifecycleKind(parsed.input.transaction_type);
+    if (kind !== null) {
+      const checked = checkLifecycleRow(kind, parsed.transactionId, parsed.input, row.line);
+      if (!checked.ok) return this.#errors(row.line, checked.errors);
+      this.#count(kind, checked.amount);
+      return null;
+    }
+    if (parsed.transactionId !== undefined) return this.#errors(row.line, [FIRST_PASS_TRANSACTION_ID_ERROR]);
+    const valid = validateTransaction(normaliseInput(parsed.input), this.now, 'batch');
+    if (!valid.ok) return this.#errors(row.line, valid.errors);
+    this.#count(valid.value.type, valid.value.amounts.amount ?? valid.value.amounts.baseAmount);
+    return null;
+  }
+
+  report(): FileReport {
+    return this.#report;
+  }
+
+  #errors(line: number, errors: readonly { field: string; msg: string }[]): null {
+    this.#report.row_error_count++;
+    for (const error of errors) {
+      if (this.#report.row_errors.length >= MAX_LISTED_ROW_ERRORS) break;
+      this.#report.row_errors.push({ row: line, column: error.field, message: error.msg });
+    }
+    return null;
+  }
+
+  #count(type: string, amount: number | null): void {
+    this.#report.rows_by_type[type] = (this.#report.rows_by_type[type] ?? 0) + 1;
+    if (type === 'void') return;
+    if (amount === null) {
+      this.#report.rows_without_amount++;
+      return;
+    }
+    const totals = (this.#report.totals[CURRENCY] ??= {});
+    totals[type] = (totals[type] ?? 0) + amount;
+  }
+}

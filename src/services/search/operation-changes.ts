@@ -1,0 +1,97 @@
+/**
+ * What many captures, voids and refunds (a batch chunk's rows) change in the search index, grouped:
+ * the same writes `indexOperation` (changes.ts) makes for one, with one read per ledger shard, one
+ * change call per day object and one unit write per day for the refunds, instead of a few calls per
+ * operation. Batch rows carry no capture details, so a capture keeps the order_id it was indexed
+ * with and needs no new order_id reference.
+ */
+import type { Caller, Env } from '../../env';
+import type { Clock } from '../../lib/time';
+import type { TransactionRecord } from '../../schemas/transaction-columns';
+import type { locateTransaction } from '../transactions/engine';
+import { locateMany } from '../transactions/locate-many';
+import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
+import { indexUnits, registerShardDays, shardOfId } from './indexer';
+import { searchDay } from './names';
+
+export interface CurrentTransaction {
+  record: TransactionRecord;
+  amountRefunded: number;
+}
+
+/**
+ * The merchant's transactions with these ids as they are now, one ledger call per shard holding any
+ * (a chunk's rows name at most 500, usually in a few day shards); unknown ids are left out. A
+ * transaction a batch made costs a D1 read to find its batch's shard (once per batch).
+ */
+export async function currentTransactions(env: Env, caller: Caller, ids: readonly string[], clock: Clock): Promise<Map<string, CurrentTransaction>> {
+  const now = clock();
+  type Located = Extract<Awaited<ReturnType<typeof locateTransaction>>, { ok: true }>;
+  const groups = new Map<string, { shard: Located['shard']; ids: string[]; exact: string[]; floor: string[] }>();
+  const unique = [...new Set(ids)];
+  const locations = await locateMany(env, caller.merchantId, unique, now);
+  for (const located of locations) {
+    if (!located.ok) continue;
+    const name = located.shard.identity.name;
+    const group = groups.get(name) ?? { shard: located.shard, ids: [], exact: [], floor: [] };
+    group.ids.push(...located.query.ids);
+    group.exact.push(...located.query.exact);
+    group.floor.push(...located.query.floor);
+    groups.set(name, group);
+  }
+  const current = { expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)) };
+  const found = new Map<string, CurrentTransaction>();
+  await Promise.all(
+    [...groups.values()].map(async (group) => {
+      const wanted = new Set(group.ids);
+      const stored = await group.shard.stub.find(group.shard.identity, { ids: group.ids, exact: [...new Set(group.exact)], floor: [...new Set(group.floor)], current });
+      for (const entry of stored) {
+        if (wanted.has(String(entry.record.id)) && entry.record.status !== 'processing') {
+          found.set(String(entry.record.id), { record: entry.record, amountRefunded: entry.amountRefunded ?? 0 });
+        }
+      }
+    }),
+  );
+  return found;
+}
+
+/**
+ * After the operations answered: `answered` is each one's answered record (the refund's for a
+ * refund), null when it was refused or declined (nothing changed). Idempotent, as indexOperation.
+ */
+export async function indexOperations(
+  env: Env,
+  caller: Caller,
+  operations: readonly { transactionId: string; answered: TransactionRecord | null }[],
+  clock: Clock,
+): Promise<void> {
+  const changed = operations.filter((op): op is { transactionId: string; answered: TransactionRecord } => op.answered !== null);
+  if (changed.length === 0) return;
+  const current = await currentTransactions(env, caller, changed.map((op) => op.transactionId), clock);
+  const byDay = new Map<string, { id: string; shard: string; record: TransactionRecord; amountRefunded: number }[]>();
+  const pairs: { shard: string; day: string }[] = [];
+  for (const [id, now] of current) {
+    const shard = shardOfId(caller.merchantId, id);
+    if (shard === null) continue;
+    const day = String(now.record.created_at).slice(0, 10);
+    pairs.push({ shard, day });
+    const list = byDay.get(day) ?? [];
+    list.push({ id, shard, record: now.record, amountRefunded: now.amountRefunded });
+    byDay.set(day, list);
+  }
+  await registerShardDays(env, caller.merchantId, pairs);
+  await Promise.all(
+    [...byDay].map(async ([day, changes]) => {
+      const written = await searchDay(env, caller.merchantId, day).change({ merchantId: caller.merchantId, day }, changes);
+      if (typeof written !== 'number') throw new Error(`search day ${day} could not be written: ${written.failed}`);
+    }),
+  );
+  // A refund is a transaction of its own, made now: a unit in today's day object.
+  const refunds = changed.filter((op) => op.answered.type === 'refund' && op.answered.id !== op.transactionId);
+  const units = refunds.flatMap((op) => {
+    const shard = shardOfId(caller.merchantId, op.transactionId);
+    const { amount_refunded: _refunded, ...record } = op.answered as TransactionRecord & { amount_refunded?: number };
+    return shard === null ? [] : [{ shard, page: String(record.id), at: String(record.created_at), records: [record] }];
+  });
+  await indexUnits(env, caller.merchantId, units);
+}
