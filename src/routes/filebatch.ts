@@ -14,7 +14,7 @@ import { requireSecretKey } from '../middleware/auth';
 import { uploadRateLimit } from '../middleware/key-rate-limit';
 import { check, validate } from '../middleware/validate';
 import { clientIpHeaderSchema } from '../schemas/client-ip';
-import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema } from '../schemas/filebatch';
+import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema, validateQuerySchema } from '../schemas/filebatch';
 import { batchLimits } from '../services/batches/limits';
 import { controlBatch, type BatchAction } from '../services/batches/control';
 import { getBatch, listBatches } from '../services/batches/records';
@@ -45,6 +45,9 @@ export const filebatch = new Hono<AppEnv>()
     if (validateOnly) return new Response(JSON.stringify(success(await receiveValidateOnly(c, fileName))), { headers: { 'Content-Type': 'application/json' } }) as never;
     return uploadAnswer(c, await receiveUpload(c, fileName, { idempotencyKey: c.req.valid('header')['idempotency-key'], allowDuplicate }));
   })
+  // The same check under a path of its own, so a client generated from the OpenAPI document types
+  // each answer on its own (the upload's answer is not a union with the report's).
+  .post('/validate', uploadRateLimit, validate('query', validateQuerySchema), fileForm, async (c) => c.json(success(await receiveValidateOnly(c, c.req.valid('query').file_name)), 200))
   .get('/', validate('query', listQuerySchema), async (c) => {
     const { limit, offset } = c.req.valid('query');
     const { batches, total } = await listBatches(c.env, c.get('caller').merchantId, { limit, offset });

@@ -22,6 +22,9 @@ export const uploadQuerySchema = z.object({
     .transform((value) => value === 'true'),
 });
 
+/** `POST /api/filebatch/validate`: the file's name only (nothing is stored, so no duplicate to allow). */
+export const validateQuerySchema = z.object({ file_name: uploadQuerySchema.shape.file_name });
+
 /** The console's upload takes no file name (its form names the file). */
 export const consoleUploadQuerySchema = z.object({ allow_duplicate: allowDuplicate });
 

@@ -34,7 +34,9 @@ export function contractDocument(): OpenAPIObject {
 /** Throws, naming the operation and what differs, when the answer is not the documented one. */
 export async function assertDocumentedAnswer(method: string, url: string, response: Response): Promise<void> {
   const document = contractDocument();
-  const path = new URL(url, 'http://binbatch.test').pathname;
+  const parsed = new URL(url, 'http://binbatch.test');
+  // `POST /api/filebatch?validate_only=true` is documented as the operation it is, POST /api/filebatch/validate.
+  const path = parsed.pathname === '/api/filebatch' && parsed.searchParams.get('validate_only') === 'true' ? '/api/filebatch/validate' : parsed.pathname;
   const found = findOperation(document, method, path);
   const where = `${method} ${path}`;
   let responses: Json;

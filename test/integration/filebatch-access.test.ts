@@ -60,7 +60,7 @@ describe('status and download access', () => {
     expect(await status(merchant.secretKey, id)).toEqual(completed);
     // Each cron run logs its jobs; the request log's lines are left out.
     const cronEvents = logs.events().filter((event) => event !== 'request');
-    const sweeps = ['batch_retention', 'batch_record_retention', 'webhook_retention', 'webhook_stuck_deliveries', 'upload_fingerprint_retention'];
+    const sweeps = ['batch_retention', 'batch_record_retention', 'webhook_retention', 'webhook_stuck_deliveries', 'upload_fingerprint_retention', 'recurring_billing', 'export_file_retention'];
     expect(cronEvents).toEqual([...sweeps, ...sweeps]);
   });
 });

@@ -47,7 +47,7 @@ describe('chunk consumer', () => {
     const merchant = await createMerchant();
     const text = csv(CARD_HEADER, [
       ['sale', '100', '4111111111111111', '12/30', 'ok1'],
-      ['refund', '100', '4111111111111111', '12/30', 'badtype'],
+      ['refnd', '100', '4111111111111111', '12/30', 'badtype'],
       ['sale', '', '4111111111111111', '12/30', 'noamount'],
       ['authorize', '12.50', '4111111111111111', '12/30', 'decimal'],
       ['credit', '300', '4111111111111111', '12/30', 'gwdecline'], // the sandbox declines an amount of 300

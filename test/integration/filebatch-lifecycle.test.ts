@@ -218,6 +218,21 @@ describe('rows naming rows of the same file', () => {
     expect(response.status).toBe(400);
     expect((await response.json<Envelope>()).msg).toBe('line 4: transaction_id txn_abc is named again (line 2 names it); a file may act on a transaction once');
   });
+
+  it('is refused whole when one chunk\'s rows name more days or files than a queue delivery may call (a sorted file is accepted)', async () => {
+    // Ids of 17 API days (unknown transactions: the check is on where they would live, before any lookup).
+    const dayId = (d: number, n = 0) => `txn_a202611${String(d + 1).padStart(2, '0')}${n.toString(32).padStart(20, '0')}`;
+    const scattered = Array.from({ length: 17 }, (_, d) => ['void', dayId(d), '']);
+    const refused = await call('POST', '/api/filebatch?file_name=spread.csv', { key: shop.secretKey, body: csv(OPS_HEADER, scattered), headers: { 'Content-Type': 'text/csv' } });
+    expect(refused.status).toBe(400);
+    expect((await refused.json<Envelope>()).msg).toMatch(/^line 18: the lifecycle rows of data rows 1 to 500 name transactions of more than 16 days or files; sort the file by transaction_id/);
+    // The same 17 days, 16 in the first chunk and the 17th in the next one: accepted (rows of unknown ids then fail one by one).
+    const filler = Array.from({ length: 484 }, (_, i) => ['void', dayId(i % 16, i + 1), '']);
+    const sorted = csv(OPS_HEADER, [...scattered.slice(0, 16), ...filler, scattered[16] ?? []]);
+    const accepted = await call('POST', '/api/filebatch?file_name=sorted.csv', { key: shop.secretKey, body: sorted, headers: { 'Content-Type': 'text/csv' } });
+    expect((await accepted.json<Envelope>()).msg ?? '').toBe('');
+    expect(accepted.status).toBe(200);
+  });
 });
 
 describe('a redelivered chunk of lifecycle rows', () => {

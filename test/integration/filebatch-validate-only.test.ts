@@ -1,5 +1,5 @@
 /**
- * POST /api/filebatch?validate_only=true (docs/batch.md, "Checking a file before it runs"): the same
+ * POST /api/filebatch?validate_only=true and POST /api/filebatch/validate (docs/batch.md, "Checking a file before it runs"): the same
  * bodies as an upload, read whole; nothing stored, no batch, nothing charged; the row errors a run
  * would report, the rows it would run by type and the totals by currency.
  */
@@ -49,7 +49,8 @@ describe('validate_only', () => {
     const uploadsBefore = await uploadCount();
     const form = new FormData();
     form.append('file', new File([text], 'check.csv', { type: 'text/csv' }));
-    for (const response of [await validateRaw(text), await call('POST', '/api/filebatch?validate_only=true', { key: shop.secretKey, body: form })]) {
+    const validatePath = await call('POST', '/api/filebatch/validate?file_name=check.csv', { key: shop.secretKey, body: text, headers: { 'Content-Type': 'text/csv' } });
+    for (const response of [await validateRaw(text), await call('POST', '/api/filebatch?validate_only=true', { key: shop.secretKey, body: form }), validatePath]) {
       expect(response.status).toBe(200);
       const { data } = await response.json<Envelope<FileReport & { file_name: string }>>();
       expect(data).toMatchObject({

@@ -1,4 +1,4 @@
-import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema } from '../../schemas/filebatch';
+import { batchIdParamSchema, downloadQuerySchema, listQuerySchema, uploadHeaderSchema, uploadQuerySchema, validateQuerySchema } from '../../schemas/filebatch';
 import { batchControlResponseSchema, batchListResponseSchema, batchRecordSchema, uploadResponseSchema } from '../../schemas/filebatch-response';
 import { z } from 'zod';
 import { validateOnlyResponseSchema } from '../../schemas/filebatch-validate';
@@ -61,7 +61,7 @@ export function registerFilebatch(registry: Registry): void {
       'With an `Idempotency-Key`, the same key and file within 24 hours answer the first batch again (200, `Idempotent-Replayed: true`), another file under the key is a 409. ' +
       'The same bytes as a file uploaded in the last 24 hours are a 409 naming that batch, unless `?allow_duplicate=true`. Rate-limited per key (120 per 60 s). ' +
       'Rows are sale, authorize and credit, and capture, void and refund naming their transaction in `transaction_id` (an id this service answered, or `line:N` for a row of the same file; ' +
-      'a file naming one transaction twice is a 400). `?validate_only=true` reads the whole file the same way and answers what a run would refuse and run, storing and charging nothing.',
+      'a file naming one transaction twice is a 400). `?validate_only=true` makes this call `POST /api/filebatch/validate` (its answer is that operation\'s `FileReport`).',
     security: SECRET_KEY,
     request: {
       query: uploadQuerySchema,
@@ -87,8 +87,8 @@ export function registerFilebatch(registry: Registry): void {
       200: {
         ...ok(
           'Accepted: the batch record, status `pending`; or, under an Idempotency-Key used with the same file, the first upload\'s answer again. ' +
-            'With `?validate_only=true`: the file\'s report (`FileReport`), and no batch.',
-          z.union([uploadResponseSchema, validateOnlyResponseSchema]),
+            '(With `?validate_only=true` the answer is `POST /api/filebatch/validate`\'s.)',
+          uploadResponseSchema,
         ),
         headers: { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } } },
       },
@@ -96,6 +96,39 @@ export function registerFilebatch(registry: Registry): void {
         400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a text/csv body without `?file_name=`.',
         409: 'The same file was uploaded in the last 24 hours (`msg` names its batch; `?allow_duplicate=true` uploads it anyway), or the Idempotency-Key was used for another file.',
         413: 'Over BATCH_MAX_BYTES or BATCH_MAX_ROWS; nothing is kept.',
+      }),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/filebatch/validate',
+    operationId: 'validateBatchFile',
+    tags,
+    summary: 'Check a batch file as an upload would, storing and charging nothing (also `POST /api/filebatch?validate_only=true`)',
+    description:
+      'The same body as an upload (a multipart part named `file`, or a `text/csv` body with `?file_name=`), streamed and checked the same way: ' +
+      'a structural problem is the same 400. The answer lists the rows a run would refuse (row, column, message; the first 1,000, with the total), ' +
+      'the rows it would run by type and the totals by currency. Whether a named transaction exists or is in the right state is known only when the row runs. ' +
+      'Rate-limited with uploads (120 per 60 s per key).',
+    security: SECRET_KEY,
+    request: {
+      query: validateQuerySchema,
+      body: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: { type: 'object', properties: { file: { ...csvFile, description: `${CSV_LAYOUT} Send it as a file part.` } }, required: ['file'], additionalProperties: false },
+            encoding: { file: { contentType: 'text/csv, application/octet-stream' } },
+          },
+          'text/csv': { schema: csvFile },
+        },
+      },
+    },
+    responses: {
+      200: ok('The file\'s report; no batch was made.', validateOnlyResponseSchema),
+      ...errors([400, 401, 413, 429], {
+        400: 'A bad file (`line 7: expected 12 fields, found 11`), a missing `file` part, or a text/csv body without `?file_name=`.',
+        413: 'Over BATCH_MAX_BYTES or BATCH_MAX_ROWS.',
       }),
     },
   });

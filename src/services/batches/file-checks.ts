@@ -5,8 +5,10 @@
  * the same way); a validate-only upload also checks every row as a run would and counts them.
  */
 import { hash53 } from '../../lib/hash53';
+import { HALF, WORKERS } from '../../lib/platform-limits';
 import { maskCardNumbersIn } from '../../lib/card-number';
 import type { CsvRow } from '../../lib/batch-csv';
+import { parseTransactionId } from '../transactions/ledger';
 import { CURRENCY } from '../transactions/records';
 import { normaliseInput, validateTransaction } from '../transactions/validation';
 import { toParsedRow } from './chunk-plan';
@@ -18,11 +20,29 @@ import { checkLifecycleRow, FIRST_PASS_TRANSACTION_ID_ERROR, lifecycleKind, TRAN
  * invocation's 128 MiB). Two names sharing a hash would refuse a good file, with odds near 2^-53
  * per pair: about 1 in 70 million for a 500,000-row file.
  */
+/**
+ * Ledger shards one chunk's lifecycle rows may name. Each shard costs a chunk about 6 subrequests
+ * (locate, claim, answer, the search index's read and change, a batch's D1 row), and a queue delivery
+ * runs up to 5 chunks in one invocation: 16 × 6 × 5 = 480, under half of the subrequests the service
+ * plans on per invocation (WORKERS.subrequestsPlanned). A file sorted by transaction_id names few
+ * shards per chunk (an API day, or one uploaded file, is one shard).
+ */
+export const MAX_SHARDS_PER_CHUNK = 16;
+const SUBREQUESTS_PER_SHARD = 6;
+const CHUNKS_PER_DELIVERY = 5;
+if (MAX_SHARDS_PER_CHUNK * SUBREQUESTS_PER_SHARD * CHUNKS_PER_DELIVERY > WORKERS.subrequestsPlanned * HALF) throw new Error('MAX_SHARDS_PER_CHUNK exceeds the subrequest budget');
+
 export class NamedOnce {
   readonly #firstLine = new Map<number, number>();
   #columns: string[] | null = null;
   #typeAt = -1;
   #idAt = -1;
+  /** Data rows seen, and the shards the current chunk's lifecycle rows name (at most MAX_SHARDS_PER_CHUNK + 1 entries). */
+  #rows = 0;
+  readonly #chunkShards = new Set<string>();
+
+  /** `chunkRows`: data rows per chunk (BATCH_CHUNK_ROWS), as the upload splits the file. */
+  constructor(readonly chunkRows = 500) {}
 
   /** A row's problem (the whole file is refused with it), or null. */
   check(row: CsvRow): string | null {
@@ -32,9 +52,19 @@ export class NamedOnce {
       this.#idAt = row.fields.indexOf(TRANSACTION_ID_COLUMN);
       return null;
     }
+    if (this.#rows % this.chunkRows === 0) this.#chunkShards.clear();
+    this.#rows++;
     if (this.#idAt === -1 || lifecycleKind(row.fields[this.#typeAt]) === null) return null;
     const named = row.fields[this.#idAt]?.trim() ?? '';
     if (named === '') return null;
+    const shard = shardKeyOf(named);
+    if (shard !== null) {
+      this.#chunkShards.add(shard);
+      if (this.#chunkShards.size > MAX_SHARDS_PER_CHUNK) {
+        const first = this.#rows - ((this.#rows - 1) % this.chunkRows);
+        return `line ${row.line}: the lifecycle rows of data rows ${first} to ${first + this.chunkRows - 1} name transactions of more than ${MAX_SHARDS_PER_CHUNK} days or files; sort the file by transaction_id (docs/batch.md, "Lifecycle rows")`;
+      }
+    }
     const hash = hash53(named);
     const first = this.#firstLine.get(hash);
     if (first !== undefined) {
@@ -43,6 +73,14 @@ export class NamedOnce {
     this.#firstLine.set(hash, row.line);
     return null;
   }
+}
+
+/** The ledger shard an id this service gave lives in (an API day, or a batch file); null for `line:N` and ids of no shape. */
+function shardKeyOf(id: string): string | null {
+  const parsed = parseTransactionId(id);
+  const original = parsed?.kind === 'refund' ? parsed.original : parsed;
+  if (!original) return null;
+  return original.kind === 'batch' ? original.batchId : `api/${original.day}`;
 }
 
 /** How many row errors a validate-only answer lists (the total is always given). */
@@ -67,11 +105,16 @@ export interface FileReport {
 
 /** Every data row checked as a run checks it before any lookup or charge. */
 export class FileReporter {
-  readonly #named = new NamedOnce();
+  readonly #named: NamedOnce;
   #columns: string[] | null = null;
   readonly #report: FileReport = { num_lines: 0, row_errors: [], row_error_count: 0, rows_by_type: {}, totals: {}, rows_without_amount: 0 };
 
-  constructor(readonly now: Date) {}
+  constructor(
+    readonly now: Date,
+    chunkRows?: number,
+  ) {
+    this.#named = new NamedOnce(chunkRows);
+  }
 
   /** A problem that refuses the whole file, or null. */
   row(row: CsvRow): string | null {

@@ -142,7 +142,7 @@ export async function uploadBatch(
   // without a BOM, with LF line endings, without its final line ending (lib/content-normalizer.ts).
   const normalizer = new ContentNormalizer();
   // Rows are read field by field only in files that name transactions (a sale file streams as bytes).
-  const named = new NamedOnce();
+  const named = new NamedOnce(limits.chunkRows);
   const tap = new GatedRowTap((columns) => columns.includes(TRANSACTION_ID_COLUMN), (row) => named.check(row));
   const digest = new crypto.DigestStream('SHA-256');
   const digestWriter = digest.getWriter();

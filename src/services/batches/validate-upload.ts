@@ -17,7 +17,7 @@ export type ValidateOutcome =
 
 export async function validateUpload(limits: BatchLimits, source: UploadSource, clock: Clock): Promise<ValidateOutcome> {
   const scanner = new CsvScanner({ chunkRows: limits.chunkRows, maxRowBytes: MAX_ROW_BYTES, checkHeader });
-  const reporter = new FileReporter(clock());
+  const reporter = new FileReporter(clock(), limits.chunkRows);
   const tap = new RowTap((row) => reporter.row(row));
   let size = 0;
   for await (const bytes of source.bytes) {
