@@ -52,8 +52,20 @@ export interface World {
   deliveryId: string;
   /** An endpoint only DELETE uses. */
   webhookToDelete: string;
-  /** A completed export of the owner's transactions (issue 33). */
+  /** A completed export of the owner's transactions. */
   exportId: string;
+  /**
+   * The owner's recurring billing: an add-on, a discount, a plan carrying both, and a subscription of
+   * the vault customer (billed in 2099, so billing now charges nothing); one of each only DELETE uses.
+   */
+  addonId: string;
+  addonToDelete: string;
+  discountId: string;
+  discountToDelete: string;
+  planId: string;
+  planToDelete: string;
+  subscriptionId: string;
+  subscriptionToDelete: string;
 }
 
 export interface Endpoint {
@@ -237,6 +249,14 @@ export const endpoints: Endpoint[] = [
     okStatus: 200,
   },
   {
+    // The owner's subscriptions are billed in 2099: nothing is due, so every run finishes (200).
+    route: 'POST /admin/merchants/:id/bill',
+    auth: 'admin',
+    path: (w) => `/admin/merchants/${w.owner.id}/bill`,
+    body: () => ({}),
+    okStatus: 200,
+  },
+  {
     route: 'POST /admin/merchants/:id/settle',
     auth: 'admin',
     path: (w) => `/admin/merchants/${w.intruder.id}/settle`,
@@ -248,6 +268,15 @@ export const endpoints: Endpoint[] = [
     auth: 'secret',
     // The same small file again and again: meant (its refusal is filebatch-repeats.test.ts's).
     path: () => '/api/filebatch?allow_duplicate=true',
+    body: () => batchForm(),
+    okStatus: 200,
+  },
+  {
+    // The upload's body, checked and reported; nothing is stored.
+    route: 'POST /api/filebatch/validate',
+    streamed: true,
+    auth: 'secret',
+    path: () => '/api/filebatch/validate',
     body: () => batchForm(),
     okStatus: 200,
   },
@@ -490,6 +519,98 @@ export const endpoints: Endpoint[] = [
     owned: true,
     okStatus: 200,
   },
+  // Recurring billing (docs/recurring.md): add-ons and discounts, plans, subscriptions.
+  ...(['addon', 'discount'] as const).flatMap((kind): Endpoint[] => {
+    const id = (w: World) => (kind === 'addon' ? w.addonId : w.discountId);
+    const toDelete = (w: World) => (kind === 'addon' ? w.addonToDelete : w.discountToDelete);
+    return [
+      {
+        route: `POST /api/recurring/${kind}`,
+        auth: 'secret',
+        path: () => `/api/recurring/${kind}`,
+        body: () => ({ name: `Table ${kind}`, amount: 250, duration: 3 }),
+        okStatus: 201,
+      },
+      { route: `GET /api/recurring/${kind}s`, auth: 'secret', path: () => `/api/recurring/${kind}s`, okStatus: 200 },
+      { route: `GET /api/recurring/${kind}/:id`, auth: 'secret', path: (w) => `/api/recurring/${kind}/${id(w)}`, owned: true, okStatus: 200 },
+      {
+        route: `POST /api/recurring/${kind}/:id`,
+        auth: 'secret',
+        path: (w) => `/api/recurring/${kind}/${id(w)}`,
+        body: () => ({ name: `Table ${kind}, replaced`, percentage: 12_500, duration: 0 }),
+        owned: true,
+        okStatus: 200,
+      },
+      { route: `DELETE /api/recurring/${kind}/:id`, auth: 'secret', path: (w) => `/api/recurring/${kind}/${toDelete(w)}`, owned: true, okStatus: 200 },
+    ];
+  }),
+  {
+    route: 'POST /api/recurring/plan',
+    auth: 'secret',
+    path: () => '/api/recurring/plan',
+    body: (w) => ({ name: 'Table plan', amount: 1500, billing_frequency: 'monthly', billing_days: '1', add_ons: [{ id: w.addonId }], discounts: [{ id: w.discountId }] }),
+    owned: true,
+    crossStatus: 400, // another merchant's add-on or discount is unknown: add_ons.0.id, discounts.0.id
+    okStatus: 201,
+  },
+  { route: 'GET /api/recurring/plans', auth: 'secret', path: () => '/api/recurring/plans', okStatus: 200 },
+  { route: 'GET /api/recurring/plan/:id', auth: 'secret', path: (w) => `/api/recurring/plan/${w.planId}`, owned: true, okStatus: 200 },
+  {
+    route: 'POST /api/recurring/plan/:id',
+    auth: 'secret',
+    path: (w) => `/api/recurring/plan/${w.planId}`,
+    body: () => ({ name: 'Table plan, replaced', amount: 1600, billing_frequency: 'monthly', billing_days: '15' }),
+    owned: true,
+    okStatus: 200,
+  },
+  { route: 'DELETE /api/recurring/plan/:id', auth: 'secret', path: (w) => `/api/recurring/plan/${w.planToDelete}`, owned: true, okStatus: 200 },
+  {
+    route: 'POST /api/recurring/subscription',
+    auth: 'secret',
+    path: () => '/api/recurring/subscription',
+    body: (w) => ({ plan_id: w.planId, customer: { id: w.customerId }, next_bill_date: '2099-01-01' }),
+    owned: true,
+    crossStatus: 400, // another merchant's plan and customer are unknown here: plan_id, customer.id
+    okStatus: 201,
+  },
+  {
+    // A search is scoped to the caller's subscriptions: another merchant's plan id finds nothing (200, empty).
+    route: 'POST /api/recurring/subscription/search',
+    auth: 'secret',
+    path: () => '/api/recurring/subscription/search',
+    body: (w) => ({ plan_id: { operator: '=', value: w.planId }, limit: 10 }),
+    okStatus: 200,
+  },
+  {
+    route: 'GET /api/recurring/subscription/:id',
+    auth: 'secret',
+    path: (w) => `/api/recurring/subscription/${w.subscriptionId}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'POST /api/recurring/subscription/:id',
+    auth: 'secret',
+    path: (w) => `/api/recurring/subscription/${w.subscriptionId}`,
+    body: () => ({ amount: 1300, description: 'updated by the table' }),
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    route: 'DELETE /api/recurring/subscription/:id',
+    auth: 'secret',
+    path: (w) => `/api/recurring/subscription/${w.subscriptionToDelete}`,
+    owned: true,
+    okStatus: 200,
+  },
+  {
+    // Paused again and again: each call answers 200 (only a cancelled or completed one stays ended).
+    route: 'GET /api/recurring/subscription/:id/status/:status',
+    auth: 'secret',
+    path: (w) => `/api/recurring/subscription/${w.subscriptionId}/status/paused`,
+    owned: true,
+    okStatus: 200,
+  },
 ];
 
 /** A small batch file as the upload form carries it. */
@@ -593,6 +714,26 @@ export async function buildWorld(): Promise<World> {
   const started = await json<{ id: string }>(await call('POST', '/api/transaction/export', { key: owner.secretKey, body: {} }), 202, 'export');
   while ((await transactionExport(env, started.id).run(new Date().toISOString())).export?.status === 'running');
 
+  // Recurring billing: the vault customer's subscription to a plan with an add-on and a discount.
+  const recurring = async (path: string, body: unknown) =>
+    (await json<{ id: string }>(await call('POST', `/api/recurring${path}`, { key: owner.secretKey, body }), 201, `recurring ${path}`)).id;
+  const addonId = await recurring('/addon', { name: 'Setup', amount: 500, duration: 1 });
+  const addonToDelete = await recurring('/addon', { name: 'Spare add-on', amount: 100 });
+  const discountId = await recurring('/discount', { name: 'Loyal', percentage: 10_000 });
+  const discountToDelete = await recurring('/discount', { name: 'Spare discount', amount: 100 });
+  const planId = await recurring('/plan', {
+    name: 'Gold',
+    amount: 3000,
+    billing_frequency: 'monthly',
+    billing_days: '1',
+    add_ons: [{ id: addonId }],
+    discounts: [{ id: discountId }],
+  });
+  const planToDelete = await recurring('/plan', { name: 'Spare plan', amount: 100, billing_frequency: 'monthly' });
+  const subscription = { plan_id: planId, customer: { id: customer.id }, next_bill_date: '2099-01-01' };
+  const subscriptionId = await recurring('/subscription', subscription);
+  const subscriptionToDelete = await recurring('/subscription', subscription);
+
   return {
     owner,
     intruder,
@@ -621,6 +762,14 @@ export async function buildWorld(): Promise<World> {
     deliveryId: delivery.id,
     webhookToDelete: webhookToDelete.id,
     exportId: started.id,
+    addonId,
+    addonToDelete,
+    discountId,
+    discountToDelete,
+    planId,
+    planToDelete,
+    subscriptionId,
+    subscriptionToDelete,
   };
 }
 
