@@ -10,7 +10,10 @@ import { customerIdField, paymentMethodIdField } from './vault';
 
 const NO_CARD_NUMBER = 'must not contain a card number';
 export const RECURRING_ID_PATTERN = /^[A-Za-z0-9._^-]{1,64}$/;
-export const recurringIdField = z.string().regex(RECURRING_ID_PATTERN, 'must be 1 to 64 letters, digits, ".", "-", "_" or "^"');
+export const recurringIdField = z
+  .string()
+  .regex(RECURRING_ID_PATTERN, 'must be 1 to 64 letters, digits, ".", "-", "_" or "^"')
+  .refine((value) => !containsCardNumber(value), NO_CARD_NUMBER);
 export const recurringParamSchema = z.object({ id: recurringIdField });
 
 const text = (max: number) =>
