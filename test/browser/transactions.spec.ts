@@ -41,7 +41,7 @@ test('find transactions by order, status, amount and card; page; read a lifecycl
   const settled = await fetch(`${TOKENIZER_URL}/admin/merchants/${DEMO.merchantId}/settle`, { method: 'POST', headers: { Authorization: String(process.env.BROWSER_TEST_ADMIN_TOKEN) } });
   expect(settled.status).toBe(200);
   await api(`/api/transaction/${String(auth.id)}/refund`, { amount: 1500 });
-  for (let i = 0; i < 25; i++) await api('/api/transaction', { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 + i, order_id: `PG${run}${i}` });
+  for (let i = 0; i < 25; i++) await api('/api/transaction', { transaction_type: 'sale', cc_number: '4000000000061111', cc_expiration: '12/30', amount: 1000 + i, order_id: `PG${run}${i}` });
 
   await signIn(page);
   await page.getByRole('link', { name: 'Transactions' }).click();
