@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { PROCESSOR_TYPES } from './admin';
 import { timestampSchema } from './envelope';
 import { receiptLimitsSchema, receiptSettingsSchema } from './receipts';
-import { RATE_TIERS } from '../services/limits/rate-tiers';
+import { RATE_TIERS } from './rate-tier';
 
 export const merchantSchema = z
   .strictObject({

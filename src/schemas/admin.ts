@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { receiptLimitsInputSchema, receiptSettingsInputSchema } from './receipts';
 import { nameField } from './text-fields';
 import { tokenizerOriginsField } from './tokenizer';
-import { RATE_TIERS } from '../services/limits/rate-tiers';
+import { RATE_TIERS } from './rate-tier';
 
 export const merchantCreateSchema = z.strictObject({
   // Stored, answered, the user_name of every transaction record, the From name and the subject of

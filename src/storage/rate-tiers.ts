@@ -1,5 +1,5 @@
 /** D1 access for `merchant_rate_tiers`: a merchant's rate tier (docs/limits.md, "Rate tiers"). */
-import type { RateTier } from '../services/limits/rate-tiers';
+import type { RateTier } from '../schemas/rate-tier';
 
 /** Sets the tier (for a db.batch beside the merchant's own writes, before its cached callers are rewritten). */
 export function setRateTierStatement(db: D1Database, merchantId: string, tier: RateTier, updatedAt: string): D1PreparedStatement {

@@ -9,9 +9,9 @@
  */
 import type { Caller, Env } from '../../env';
 
-export const RATE_TIERS = ['standard', 'high', 'max'] as const;
-export type RateTier = (typeof RATE_TIERS)[number];
-export const DEFAULT_RATE_TIER: RateTier = 'standard';
+import { DEFAULT_RATE_TIER, RATE_TIERS, type RateTier } from '../../schemas/rate-tier';
+
+export { DEFAULT_RATE_TIER, RATE_TIERS, type RateTier };
 
 /** The window of every tier binding (wrangler.toml `period`), the Retry-After a client over it is given. */
 export const TIER_PERIOD_SECONDS = 60;

@@ -1,0 +1,7 @@
+/**
+ * A merchant's rate tier, as the admin API takes and answers it (docs/limits.md, "Rate tiers"); what
+ * each tier allows is services/limits/rate-tiers.ts.
+ */
+export const RATE_TIERS = ['standard', 'high', 'max'] as const;
+export type RateTier = (typeof RATE_TIERS)[number];
+export const DEFAULT_RATE_TIER: RateTier = 'standard';
