@@ -8,6 +8,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { QUEUE_TEST_TIMEOUT, createUnqueuedBatch, csv, deliver, markQueuedWithoutSending, parseResult, uploadOk, waitForStatus } from '../helpers/batch';
 import { OPERATION_UNFINISHED_TEXT } from '../../src/services/batches/operation-manifest';
+import { captureLogsOfEachTest } from '../helpers/logs';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 
@@ -41,6 +42,9 @@ async function partial(id: string): Promise<Record<string, string>[]> {
   expect(response.status).toBe(200);
   return parseResult(await response.text()).rows;
 }
+
+// The failures these tests cause are logged at error level: captured, so a green run prints none.
+captureLogsOfEachTest();
 
 describe('a cancelled file of captures', () => {
   it('counts in processed_lines exactly the rows that acted', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
