@@ -5,7 +5,7 @@
  * says ?allow_duplicate=true.
  */
 import { env } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { uploadBatch, UPLOAD_REPEAT_WINDOW_MS } from '../../src/services/batches/upload';
 import { authenticateKey } from '../../src/services/merchants';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
@@ -81,6 +81,33 @@ describe('the same file uploaded again', () => {
     expect(otherFile.status).toBe(409);
     expect((await otherFile.json<{ msg: string }>()).msg).toBe(`idempotency-key: already used in the last 24 hours for another file (batch ${firstBody.data.id})`);
     expect(await batchIds(shop)).toEqual([firstBody.data.id]);
+  });
+
+  it('an upload under a key whose batch appears between its two reads repeats that batch (no 409)', async () => {
+    const shop = await createMerchant({ name: 'Between Reads Shop' });
+    const first = await upload(shop, file, { key: 'between-reads' });
+    expect(first.status).toBe(200);
+    const firstId = (await first.json<{ data: { id: string } }>()).data.id;
+    // The second upload's read by key finds nothing, as when the first upload's batch is written
+    // just after it; its read by content then finds that batch.
+    const prepare = env.DB.prepare.bind(env.DB);
+    let hidden = false;
+    const spy = vi.spyOn(env.DB, 'prepare').mockImplementation((query: string) => {
+      const statement = prepare(query);
+      if (hidden || !query.startsWith('SELECT * FROM batches WHERE merchant_id = ?1 AND upload_idempotency_key = ?2')) return statement;
+      hidden = true;
+      return { bind: () => ({ first: async () => null }) } as unknown as D1PreparedStatement;
+    });
+    try {
+      const again = await upload(shop, file, { key: 'between-reads' });
+      expect(hidden).toBe(true);
+      expect(again.status).toBe(200);
+      expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+      expect((await again.json<{ data: { id: string } }>()).data.id).toBe(firstId);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await batchIds(shop)).toEqual([firstId]);
   });
 
   it('five concurrent uploads under one Idempotency-Key make one batch', async () => {

@@ -96,7 +96,11 @@ async function repeatOf(
   }
   if (options.allowDuplicate) return null;
   const same = await findBatchByUploadFingerprint(env.DB, caller.merchantId, fingerprint, since);
-  return same ? duplicateOf(same.id) : null;
+  if (!same) return null;
+  // A concurrent upload under the same key may have made its batch between the two reads: this
+  // upload repeats it (the same key, the same file), it is no duplicate of another upload.
+  if (options.idempotencyKey !== undefined && same.upload_idempotency_key === options.idempotencyKey) return keyedRepeat(same, fingerprint);
+  return duplicateOf(same.id);
 }
 
 function duplicateOf(batchId: string): Extract<UploadOutcome, { ok: false }> {
