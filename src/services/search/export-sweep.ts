@@ -14,14 +14,13 @@ import type { Env } from '../../env';
 import { R2 } from '../../lib/platform-limits';
 import type { Clock } from '../../lib/time';
 import { batchLimits } from '../batches/limits';
-import type { JobOutcome } from '../maintenance';
 
 const DAY_MS = 86_400_000;
 const PREFIX = 'exports/';
 /** Merchant ids are lowercase base32: the first character of the key after the prefix. */
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
-export async function deleteExpiredExportFiles(env: Env, clock: Clock, maxStatements: number): Promise<JobOutcome> {
+export async function deleteExpiredExportFiles(env: Env, clock: Clock, maxStatements: number): Promise<{ finished: boolean } & Record<string, number | boolean>> {
   const now = clock();
   const olderThan = now.getTime() - (batchLimits(env).retentionDays + 1) * DAY_MS;
   const start = `${PREFIX}${ALPHABET[now.getUTCHours() % ALPHABET.length]}`;
