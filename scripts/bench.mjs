@@ -21,7 +21,9 @@
 //   npm run bench -- --only bigday         one big merchant's day through the real paths (files at once, API sales
 //                                          with captures, voids and refunds, searches and an export), settled
 //                                          and archived; --bigday-scale N transactions (default 1,000,000),
-//                                          --bigday-files N files at once (default 4); not in a full run
+//                                          --bigday-files N files at once (default 4, more if a file would pass
+//                                          500,000 rows), --bigday-concurrency N API requests at once (default 50);
+//                                          not in a full run
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -70,6 +72,7 @@ const { values } = parseArgs({
     'largest-heap-limit': { type: 'string' },
     'bigday-scale': { type: 'string' },
     'bigday-files': { type: 'string' },
+    'bigday-concurrency': { type: 'string' },
   },
 });
 
@@ -108,6 +111,7 @@ const settings = {
   largestHeapLimit: values['largest-heap-limit'] ? Number(values['largest-heap-limit']) : null,
   bigdayScale: values['bigday-scale'] ? Number(values['bigday-scale']) : null,
   bigdayFiles: values['bigday-files'] ? Number(values['bigday-files']) : null,
+  bigdayConcurrency: values['bigday-concurrency'] ? Number(values['bigday-concurrency']) : null,
 };
 if ((settings.port === null) !== (settings.inspectorPort === null)) {
   console.error('--port and --inspector-port go together.');

@@ -1,58 +1,162 @@
 // Bench-only Worker entry for `npm run bench -- --only bigday` (never used by `npm run dev` or a
 // deploy): the largest group's entry (the service unchanged, plus its settle and retention steps),
-// and the SQLite size of each of a merchant's objects, so the bench can print each object's size
-// and its projection to the design volume:
-//   POST /__bench/bigday/sizes   { merchantId, processorId, days, weeks, shards } → bytes per object
-import largest, { LedgerShard } from './largest-entry.mjs';
-import {
-  MerchantSettlement as ServiceSettlement,
-  SandboxAcquirer as ServiceAcquirer,
-  SearchDay as ServiceSearchDay,
-  SearchDirectory as ServiceSearchDirectory,
-  SearchKeys as ServiceSearchKeys,
-} from '../../src/index.ts';
-import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox.ts';
-import { searchDayName, searchKeysName } from '../../src/services/search/names.ts';
+// with two things a bench needs and the local runtime does not report:
+//   - rows written: every Durable Object's `ctx.storage.sql.exec` cursors' rowsWritten, summed per
+//     object (by class and name), and D1's meta.rows_written of every statement the Worker and its
+//     objects run; kept in this isolate's memory (every object of the script runs in this one
+//     isolate under wrangler dev), read with POST /__bench/bigday/rows-written.
+//   - an object's name and SQLite size from its id (the bench lists the objects from the local
+//     state's SQLite files, by class, so it sizes whatever objects the code makes, under any names):
+//     POST /__bench/bigday/object { binding, hex } → { name, bytes }.
+// The counting wraps the service's classes and its D1 binding; it adds no storage and no I/O.
+import largest, { LedgerShard as LargestLedgerShard } from './largest-entry.mjs';
+import * as service from '../../src/index.ts';
 
 export * from './largest-entry.mjs';
-export { LedgerShard };
 
-const sized = (Base) =>
+/** "Class name" → rows written by that object's SQL since the isolate started. */
+const objectRows = new Map();
+const d1 = { rowsWritten: 0, statements: 0, uncounted: 0 };
+
+/** Counts the rows each of this object's cursors wrote (read when the next statement runs, or when asked). */
+function countRows(ctx, key) {
+  const sql = ctx.storage.sql;
+  const exec = sql.exec.bind(sql);
+  let pending = [];
+  const entry = objectRows.get(key) ?? { rows: 0, flush: () => {} };
+  entry.flush = () => {
+    for (const cursor of pending) entry.rows += cursor.rowsWritten;
+    pending = [];
+  };
+  objectRows.set(key, entry);
+  sql.exec = (...args) => {
+    entry.flush();
+    const cursor = exec(...args);
+    pending.push(cursor);
+    return cursor;
+  };
+}
+
+const counted = (result) => {
+  d1.statements += 1;
+  d1.rowsWritten += result?.meta?.rows_written ?? 0;
+  return result;
+};
+
+function countedStatement(statement) {
+  return new Proxy(statement, {
+    get(target, prop) {
+      // D1's batch() wants its own statements: a counted one answers the one it wraps.
+      if (prop === '__target') return target;
+      if (prop === 'bind') return (...args) => countedStatement(target.bind(...args));
+      if (prop === 'run' || prop === 'all') return async (...args) => counted(await target[prop](...args));
+      // first() answers no meta: run as all() (the same statement) and answer what first() would.
+      if (prop === 'first') {
+        return async (column) => {
+          const row = counted(await target.all()).results[0] ?? null;
+          return column === undefined || row === null ? row : (row[column] ?? null);
+        };
+      }
+      if (prop === 'raw') d1.uncounted += 1;
+      const value = Reflect.get(target, prop);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+function countedDb(db) {
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'prepare') return (query) => countedStatement(target.prepare(query));
+      if (prop === 'batch') {
+        return async (statements) => {
+          const results = await target.batch(statements.map((s) => s.__target ?? s));
+          for (const r of results) counted(r);
+          return results;
+        };
+      }
+      const value = Reflect.get(target, prop);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** The same env object for the same env (code may cache by it), with DB counted. */
+const envs = new WeakMap();
+function countedEnv(env) {
+  if (!env?.DB) return env;
+  let wrapped = envs.get(env);
+  if (!wrapped) {
+    wrapped = { ...env, DB: countedDb(env.DB) };
+    envs.set(env, wrapped);
+  }
+  return wrapped;
+}
+
+/** A service class with its rows written counted and its name and size answerable. */
+const measured = (Base, className) =>
   class extends Base {
-    /** The object's SQLite size (bench only). */
-    async benchSize() {
-      return this.ctx.storage.sql.databaseSize;
+    constructor(ctx, env) {
+      // Before the base constructor: its own schema statements count too.
+      countRows(ctx, `${className} ${ctx.id.name ?? ctx.id.toString()}`);
+      super(ctx, countedEnv(env));
+    }
+
+    /** The object's name (the local state keeps it in __miniflare_do_name) and SQLite size. */
+    async benchObject() {
+      let name = this.ctx.id.name;
+      if (!name) {
+        try {
+          name = this.ctx.storage.sql.exec('SELECT name FROM __miniflare_do_name').one().name;
+        } catch {
+          name = this.ctx.id.toString();
+        }
+      }
+      return { name, bytes: this.ctx.storage.sql.databaseSize };
     }
   };
-export const MerchantSettlement = sized(ServiceSettlement);
-export const SandboxAcquirer = sized(ServiceAcquirer);
-export const SearchDay = sized(ServiceSearchDay);
-export const SearchKeys = sized(ServiceSearchKeys);
-export const SearchDirectory = sized(ServiceSearchDirectory);
 
-async function sizes({ merchantId, processorId, days, weeks, shards }, env) {
-  const out = {};
-  out[`MerchantSettlement ${merchantId}`] = await env.MERCHANT_SETTLEMENT.getByName(merchantId).benchSize();
-  out[`SearchDirectory ${merchantId}`] = await env.SEARCH_DIRECTORY.getByName(merchantId).benchSize();
-  for (const day of days) {
-    out[`SearchDay ${day}`] = await env.SEARCH_DAY.getByName(searchDayName(merchantId, day)).benchSize();
-    out[`SandboxAcquirer ${day}`] = await env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(processorId, day)).benchSize();
+export const LedgerShard = measured(LargestLedgerShard, 'LedgerShard');
+export const BatchProgress = measured(service.BatchProgress, 'BatchProgress');
+export const MerchantSettlement = measured(service.MerchantSettlement, 'MerchantSettlement');
+export const ReceiptBudget = measured(service.ReceiptBudget, 'ReceiptBudget');
+export const ReceiptPace = measured(service.ReceiptPace, 'ReceiptPace');
+export const PendingUpload = measured(service.PendingUpload, 'PendingUpload');
+export const RecurringBilling = measured(service.RecurringBilling, 'RecurringBilling');
+export const CardDeclines = measured(service.CardDeclines, 'CardDeclines');
+export const SandboxAcquirer = measured(service.SandboxAcquirer, 'SandboxAcquirer');
+export const SearchDay = measured(service.SearchDay, 'SearchDay');
+export const SearchDirectory = measured(service.SearchDirectory, 'SearchDirectory');
+export const SearchKeys = measured(service.SearchKeys, 'SearchKeys');
+export const TransactionExport = measured(service.TransactionExport, 'TransactionExport');
+
+function rowsWritten() {
+  const objects = [];
+  for (const [key, entry] of objectRows) {
+    entry.flush();
+    const space = key.indexOf(' ');
+    objects.push({ class: key.slice(0, space), name: key.slice(space + 1), rowsWritten: entry.rows });
   }
-  for (const week of weeks) out[`SearchKeys ${week}`] = await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).benchSize();
-  for (const shard of shards) out[`LedgerShard ${shard}`] = (await env.LEDGER_SHARD.getByName(shard).benchInfo()).bytes;
-  return out;
+  return { objects, d1: { ...d1 } };
 }
+
+const routes = {
+  '/__bench/bigday/rows-written': () => rowsWritten(),
+  '/__bench/bigday/object': ({ binding, hex }, env) => env[binding].get(env[binding].idFromString(hex)).benchObject(),
+};
 
 export default {
   ...largest,
   async fetch(request, env, ctx) {
-    if (request.method === 'POST' && new URL(request.url).pathname === '/__bench/bigday/sizes') {
-      try {
-        return Response.json(await sizes(await request.json(), env));
-      } catch (error) {
-        return Response.json({ error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }, { status: 500 });
-      }
+    const path = new URL(request.url).pathname;
+    const route = request.method === 'POST' ? routes[path] : undefined;
+    if (!route) return largest.fetch(request, countedEnv(env), ctx);
+    try {
+      return Response.json(await route(await request.json(), env));
+    } catch (error) {
+      return Response.json({ error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }, { status: 500 });
     }
-    return largest.fetch(request, env, ctx);
   },
+  queue: (batch, env, ctx) => largest.queue(batch, countedEnv(env), ctx),
+  scheduled: (controller, env, ctx) => largest.scheduled(controller, countedEnv(env), ctx),
 };

@@ -24,7 +24,8 @@ const isAchCustomer = (index) => index % 5 === 4;
 /**
  * `rows` data rows: about 65% card, 20% ACH, 10% vault customer, 5% invalid (bad Luhn, expired
  * card, missing amount, bad routing number). Every field quoted, as SPEC.md's format says.
- * `receipts`: every row also asks for an email receipt (email_receipt true, to its email_address).
+ * `receipts`: every row also asks for an email receipt (email_receipt true, to its email_address);
+ * a number n: every n-th row asks for one (the others leave the column empty).
  */
 export function generateBatchCsv(rows, { bins, customers, seed = 1, receipts = false }) {
   const achCustomers = new Set(customers.filter((_, i) => isAchCustomer(i)));
@@ -36,7 +37,7 @@ export function generateBatchCsv(rows, { bins, customers, seed = 1, receipts = f
   let invalid = 0;
   for (let i = 0; i < rows; i += 1) {
     const row = Object.fromEntries(columns.map((c) => [c, '']));
-    if (receipts) row.email_receipt = 'true';
+    if (receipts) row.email_receipt = receipts === true || i % receipts === 0 ? 'true' : '';
     row.transaction_type = pick(TYPES);
     row.amount = String(100 + Math.floor(next() * 99_900));
     row.order_id = `ORD${String(i).padStart(8, '0')}`;

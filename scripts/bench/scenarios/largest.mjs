@@ -99,6 +99,38 @@ export class StepMeter {
     };
   }
 
+  /**
+   * Samples the isolate's V8 heap every `everyMs` until the answer's stop() (which answers the peak
+   * used and held, in MB): over a stretch where many invocations run at once, the isolate's peak is
+   * an upper bound of what any one of them held.
+   */
+  sampleHeap(everyMs = 250) {
+    let peakUsed = 0;
+    let peakTotal = 0;
+    let samples = 0;
+    let sampling = true;
+    const loop = (async () => {
+      while (sampling) {
+        try {
+          const { usedSize, totalSize } = await this.#session.send('Runtime.getHeapUsage');
+          peakUsed = Math.max(peakUsed, usedSize);
+          peakTotal = Math.max(peakTotal, totalSize);
+          samples += 1;
+        } catch {
+          // The isolate was busy or replaced: the next sample counts.
+        }
+        await new Promise((r) => setTimeout(r, everyMs));
+      }
+    })();
+    return {
+      async stop() {
+        sampling = false;
+        await loop;
+        return { samples, heapUsedMb: round(peakUsed / MIB), heapTotalMb: round(peakTotal / MIB) };
+      },
+    };
+  }
+
   close() {
     this.#session.close();
   }
