@@ -21,6 +21,7 @@
 //   npm run bench -- --only bigday         one big merchant's day through the real paths (files at once, API sales
 //                                          with captures, voids and refunds, searches and an export), settled
 //                                          and archived; --bigday-scale N transactions (default 1,000,000),
+//                                          --bigday-api N of them through the API (default 5%),
 //                                          --bigday-files N files at once (default 4, more if a file would pass
 //                                          500,000 rows), --bigday-concurrency N API requests at once (default 50);
 //                                          not in a full run
@@ -73,6 +74,7 @@ const { values } = parseArgs({
     'bigday-scale': { type: 'string' },
     'bigday-files': { type: 'string' },
     'bigday-concurrency': { type: 'string' },
+    'bigday-api': { type: 'string' },
   },
 });
 
@@ -112,6 +114,7 @@ const settings = {
   bigdayScale: values['bigday-scale'] ? Number(values['bigday-scale']) : null,
   bigdayFiles: values['bigday-files'] ? Number(values['bigday-files']) : null,
   bigdayConcurrency: values['bigday-concurrency'] ? Number(values['bigday-concurrency']) : null,
+  bigdayApi: values['bigday-api'] ? Number(values['bigday-api']) : null,
 };
 if ((settings.port === null) !== (settings.inspectorPort === null)) {
   console.error('--port and --inspector-port go together.');
