@@ -85,7 +85,7 @@ const newCounts = () => ({ api: 0, sales: 0, authorizations: 0, captures: 0, voi
 async function apiDay(ctx, count, counts, { concurrency, auth, log, label }) {
   let next = 0;
   const started = performance.now();
-  const every = Math.max(1_000, Math.ceil(count / 20));
+  const every = Math.max(100, Math.ceil(count / 20));
   const worker = async () => {
     while (next < count) {
       const i = next++;
