@@ -93,26 +93,31 @@ function countedEnv(env) {
   return wrapped;
 }
 
+/**
+ * The object's name: its id's, or, for an object woken by its id alone (the bench's sizing), the one
+ * the local state kept when it was first made (Miniflare's __miniflare_do_name table).
+ */
+function nameOf(ctx) {
+  if (ctx.id.name) return ctx.id.name;
+  try {
+    return ctx.storage.sql.exec('SELECT name FROM __miniflare_do_name').one().name;
+  } catch {
+    return ctx.id.toString();
+  }
+}
+
 /** A service class with its rows written counted and its name and size answerable. */
 const measured = (Base, className) =>
   class extends Base {
     constructor(ctx, env) {
       // Before the base constructor: its own schema statements count too.
-      countRows(ctx, `${className} ${ctx.id.name ?? ctx.id.toString()}`);
+      countRows(ctx, `${className} ${nameOf(ctx)}`);
       super(ctx, countedEnv(env));
     }
 
-    /** The object's name (the local state keeps it in __miniflare_do_name) and SQLite size. */
+    /** The object's name and SQLite size. */
     async benchObject() {
-      let name = this.ctx.id.name;
-      if (!name) {
-        try {
-          name = this.ctx.storage.sql.exec('SELECT name FROM __miniflare_do_name').one().name;
-        } catch {
-          name = this.ctx.id.toString();
-        }
-      }
-      return { name, bytes: this.ctx.storage.sql.databaseSize };
+      return { name: nameOf(this.ctx), bytes: this.ctx.storage.sql.databaseSize };
     }
   };
 

@@ -125,14 +125,21 @@ async function refundAll(ctx, ids, counts, auth, concurrency) {
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
+/** Waits for each file to end; one without progress for 15 minutes is recorded as stalled (a failure). */
 async function waitForBatches(ctx, ids, log) {
   const batches = [];
   for (const id of ids) {
     let lastLog = 0;
+    let progress = { lines: -1, at: Date.now() };
     for (;;) {
       const record = (await callJson(ctx, 'GET', `/api/filebatch/${id}`, undefined, { auth: DEMO.secretKey })).body;
       if (record?.status === 'completed' || record?.status === 'failed') {
         batches.push({ id, status: record.status, lines: record.num_lines, processed: record.processed_lines });
+        break;
+      }
+      if (record?.processed_lines !== progress.lines) progress = { lines: record?.processed_lines, at: Date.now() };
+      if (Date.now() - progress.at > 15 * 60_000) {
+        batches.push({ id, status: `stalled (${record?.status})`, lines: record?.num_lines, processed: record?.processed_lines });
         break;
       }
       if (Date.now() - lastLog > 60_000) {
