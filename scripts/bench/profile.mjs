@@ -19,8 +19,10 @@ export async function connectInspector(port) {
   });
   let id = 0;
   const pending = new Map();
+  const listeners = new Map();
   ws.addEventListener('message', (event) => {
     const message = JSON.parse(String(event.data));
+    if (message.method) for (const listener of listeners.get(message.method) ?? []) listener(message.params);
     const waiter = pending.get(message.id);
     if (!waiter) return;
     pending.delete(message.id);
@@ -33,7 +35,9 @@ export async function connectInspector(port) {
       pending.set(id, { resolve, reject });
       ws.send(JSON.stringify({ id, method, params }));
     });
-  return { send, close: () => ws.close() };
+  /** `listener(params)` for every event `method` the inspector sends (after its domain is enabled). */
+  const on = (method, listener) => listeners.set(method, [...(listeners.get(method) ?? []), listener]);
+  return { send, on, close: () => ws.close() };
 }
 
 /** The CPU profiler over an inspector session: { start(), stop() → profile, close() }. */

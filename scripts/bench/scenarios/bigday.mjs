@@ -219,6 +219,21 @@ export async function runBigday(ctx) {
   const counts = newCounts();
   const phases = [];
   const facts = { scale, files, fileRows, apiCount, concurrency, probeCount };
+  // Every warning and error the service logs, by event (a chunk retried, an index backing off, a
+  // receipt retried), read from the isolate's console through the inspector.
+  const loggedEvents = {};
+  await meter.onConsole(({ type, args }) => {
+    let line = {};
+    try {
+      line = JSON.parse(args?.[0]?.value ?? '');
+    } catch {
+      // Not one of the service's JSON lines: its console method is its level.
+    }
+    const level = line.level ?? (type === 'warning' ? 'warn' : type);
+    if (level !== 'warn' && level !== 'error') return;
+    const key = `${level} ${line.event ?? 'unstructured'}`;
+    loggedEvents[key] = (loggedEvents[key] ?? 0) + 1;
+  });
   const started = performance.now();
   let dayHeap = null;
   try {
@@ -300,8 +315,11 @@ export async function runBigday(ctx) {
     // Rows written per API transaction over its life: a second `max` merchant runs the same mix alone.
     facts.rowsWrittenPerApiTransaction = await probeRowsWritten(pctx, { count: probeCount, concurrency: Math.min(concurrency, 25), log, archiveAt, meter, phases, root, persistTo: server.persistTo });
 
+    // A chunk retried: it failed (chunk_failed), or its rows were still in flight (chunk_rows_in_flight).
     const logText = readFileSync(server.logFile, 'utf8');
-    facts.chunkRetries = (logText.match(/"event":"chunk_failed"/g) ?? []).length + (logText.match(/"event":"chunk_rows_in_flight"/g) ?? []).length;
+    const inLog = (logText.match(/"event":"chunk_failed"/g) ?? []).length + (logText.match(/"event":"chunk_rows_in_flight"/g) ?? []).length;
+    facts.loggedEvents = loggedEvents;
+    facts.chunkRetries = Math.max(inLog, (loggedEvents['error chunk_failed'] ?? 0) + (loggedEvents['warn chunk_rows_in_flight'] ?? 0));
   } finally {
     meter.close();
     await server.stop();
@@ -386,6 +404,7 @@ export function printBigday(result) {
   console.log(`\nOne big merchant's day (commit ${result.commit}, ${n(facts.transactions)} transactions: ${facts.files} files of ${n(facts.fileRows)} rows, ${n(facts.api.api)} API on tier ${facts.rateTier}; ${facts.daySeconds} s for the day, ${facts.totalSeconds} s in all; load ${result.loadAverage1mAtStart} → ${result.loadAverage1mAtEnd})`);
   console.log(`most CPU of a metered invocation ${n(result.maxCpuMs)} ms (goal ${n(GOALS.cpuMs)}); most heap ${result.maxHeapMb} MB (goal ${GOALS.heapMb}); the isolate's heap peak over the whole day ${result.dayHeapPeakMb} MB (every invocation at once)`);
   console.log(`chunk retries ${facts.chunkRetries}, failed batches ${facts.failedBatches} (goal 0); API: ${JSON.stringify(facts.api)}; export ${facts.export}`);
+  console.log(`warnings and errors the service logged: ${JSON.stringify(facts.loggedEvents ?? {})}`);
   const rw = facts.rowsWrittenPerApiTransaction;
   if (rw) console.log(`rows written per API transaction over its life: ${rw.ledger} in the ledger + ${rw.index} in the index (${rw.all} in all Durable Objects: ${JSON.stringify(rw.perClass)}; D1 ${rw.d1}); the big merchant's API ledger shards: ${facts.bigMerchantApiLedgerRowsPerApiTransaction}`);
   console.log('objects (largest per class; projection: same mix at 10 million transactions a day, a file\'s objects at a 500,000-row file):');

@@ -131,6 +131,12 @@ export class StepMeter {
     };
   }
 
+  /** `listener(params)` for every console call in the isolate (Runtime.consoleAPICalled). */
+  async onConsole(listener) {
+    this.#session.on('Runtime.consoleAPICalled', listener);
+    await this.#session.send('Runtime.enable');
+  }
+
   close() {
     this.#session.close();
   }
