@@ -303,6 +303,9 @@ export async function runBigday(ctx) {
     facts.transactions = transactions;
     const classes = await sizeObjects(pctx, { root, persistTo: server.persistTo, top: 40 });
     facts.objects = projected(classes, { transactions, apiCount: counts.api, fileRows });
+    // The largest API ledger shard's rows per table: what its bytes are made of.
+    const apiShard = classes.find((c) => c.class === 'LedgerShard')?.largest.find((o) => String(o.name).includes('/api/'));
+    if (apiShard) facts.largestApiShard = { name: apiShard.name, ...(await post(pctx, '/__bench/largest/shard-info', { shard: apiShard.name })) };
     const archiveAt = new Date(Date.now() + 549 * DAY).toISOString();
     const shards = shardsOf(await sizeObjects(pctx, { root, persistTo: server.persistTo, top: 10_000, only: ['LedgerShard'] }), DEMO.merchantId);
     facts.shards = shards;
@@ -405,6 +408,7 @@ export function printBigday(result) {
   console.log(`most CPU of a metered invocation ${n(result.maxCpuMs)} ms (goal ${n(GOALS.cpuMs)}); most heap ${result.maxHeapMb} MB (goal ${GOALS.heapMb}); the isolate's heap peak over the whole day ${result.dayHeapPeakMb} MB (every invocation at once)`);
   console.log(`chunk retries ${facts.chunkRetries}, failed batches ${facts.failedBatches} (goal 0); API: ${JSON.stringify(facts.api)}; export ${facts.export}`);
   console.log(`warnings and errors the service logged: ${JSON.stringify(facts.loggedEvents ?? {})}`);
+  if (facts.largestApiShard) console.log(`largest API ledger shard ${facts.largestApiShard.name}: ${n(facts.largestApiShard.bytes)} B, rows ${JSON.stringify(facts.largestApiShard.rows)}`);
   const rw = facts.rowsWrittenPerApiTransaction;
   if (rw) console.log(`rows written per API transaction over its life: ${rw.ledger} in the ledger + ${rw.index} in the index (${rw.all} in all Durable Objects: ${JSON.stringify(rw.perClass)}; D1 ${rw.d1}); the big merchant's API ledger shards: ${facts.bigMerchantApiLedgerRowsPerApiTransaction}`);
   console.log('objects (largest per class; projection: same mix at 10 million transactions a day, a file\'s objects at a 500,000-row file):');
