@@ -18,6 +18,8 @@ import { ONE_API_SHARD, scheduleAfter } from '../../src/services/transactions/ap
 import { ledgerArchivePartKey } from '../../src/storage/ledger-archive';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { ledger } from '../helpers/claims';
+import { created as made, customerWithCard, recurring, type Subscription } from '../helpers/recurring';
+import { billDue } from '../../src/services/recurring/billing';
 import { shardEntries } from '../helpers/ledger';
 
 type TxRecord = Record<string, string | number | boolean | null>;
@@ -130,6 +132,26 @@ describe("a max merchant's API day in 8 sub-shards", () => {
     const found = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { transaction_id: { operator: '=', value: sales[1]?.id } } });
     expect(found.status).toBe(200);
     expect((await found.json<Envelope<TxRecord[]>>()).data.map((t) => t.id)).toEqual([sales[1]?.id]);
+  });
+
+  it("recurring billing (no API key's caller) places its charges by the same schedule", async () => {
+    const subscriptions: Subscription[] = [];
+    for (let i = 0; i < 10; i++) {
+      const customer = await customerWithCard(shop);
+      subscriptions.push(await made<Subscription>(recurring(shop, 'POST', '/subscription', { customer: { id: customer.id }, amount: 700 + i, charge_on_day: true })));
+    }
+    const run = await billDue(env, shop.id, utcDay(new Date()), () => new Date());
+    expect(run).toMatchObject({ finished: true });
+    expect(run?.charged).toBeGreaterThanOrEqual(10);
+    const ids: string[] = [];
+    for (const subscription of subscriptions) {
+      const found = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { subscription_id: { operator: '=', value: subscription.id } } });
+      ids.push(...(await found.json<Envelope<TxRecord[]>>()).data.map((t) => String(t.id)));
+    }
+    expect(ids).toHaveLength(10);
+    expect(new Set(ids.map(subOf)).size).toBeGreaterThanOrEqual(2);
+    // Billed again: each cycle's key is found in its sub-shard, nothing charged twice.
+    expect((await billDue(env, shop.id, utcDay(new Date()), () => new Date()))?.charged).toBe(0);
   });
 
   it("an id of sub-shard 0 keeps the old form and names the day's shard", async () => {
