@@ -195,8 +195,11 @@ function keyOf(stored: StoredTransaction): string {
 /**
  * A merchant's ledger as one engine call sees it: the batch's shard for batch rows, the day shards
  * (each day's sub-shards, by the merchant's `apiShards` schedule) for API requests. Keys are
- * grouped by sub-shard and the sub-shards called at once. Every method takes or answers
- * StoredTransactions (a claim is one whose record has status `processing`).
+ * grouped by sub-shard and the sub-shards called at once: an engine call of many keys makes at most
+ * MAX_API_SHARDS calls per step (find: today's and yesterday's, 16; claim 8; the midnight recheck 8;
+ * complete or release 8), 40 subrequests at most against the 1,000 an invocation plans on
+ * (WORKERS.subrequestsPlanned); a single request's one key reaches one sub-shard a day. Every method
+ * takes or answers StoredTransactions (a claim is one whose record has status `processing`).
  */
 export class Ledger {
   readonly #env: Env;
