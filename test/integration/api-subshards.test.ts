@@ -8,7 +8,8 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/env';
 import type { TransactionInput, TransactionOutcome } from '../../src/schemas/transaction-columns';
-import { authenticateKey } from '../../src/services/merchants';
+import { authenticateKey, changeMerchant } from '../../src/services/merchants';
+import { readApiShards } from '../../src/storage/api-shards';
 import { processTransactions } from '../../src/services/recorded';
 import { shardOfId } from '../../src/services/search/indexer';
 import { settlementObject } from '../../src/services/settlement/index-registry';
@@ -231,6 +232,22 @@ describe('a tier change moves the count from a later day only', () => {
     expect((await back.json<Envelope<{ api_shards: unknown }>>()).data.api_shards).toEqual({ today: 1, count: 2, from });
     const get = await admin('GET', `/admin/merchants/${shop.id}`);
     expect((await get.json<Envelope<{ api_shards: unknown; rate_tier: string }>>()).data).toMatchObject({ rate_tier: 'high', api_shards: { today: 1, count: 2, from } });
+  });
+});
+
+describe('a change of count while the last one is in play', () => {
+  it('is a 409 naming when it can be made; the same count is not; the day after, it is taken', async () => {
+    const shop = await createMerchant({ name: 'Hasty Shop' });
+    const noon = Date.parse('2027-06-10T12:00:00Z');
+    await changeMerchant(env, shop.id, { rate_tier: 'max' }, () => new Date(noon));
+    expect(await readApiShards(env.DB, shop.id)).toEqual({ count: 8, from: '2027-06-11', before: 1 });
+    // The next morning the count of 8 is in play: yesterday had 1.
+    const morning = () => new Date(Date.parse('2027-06-11T09:00:00Z'));
+    await expect(changeMerchant(env, shop.id, { rate_tier: 'high' }, morning)).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('from 2027-06-12T00:00:00Z') });
+    expect(await changeMerchant(env, shop.id, { rate_tier: 'max' }, morning)).not.toBeNull();
+    expect(await readApiShards(env.DB, shop.id)).toEqual({ count: 8, from: '2027-06-11', before: 1 });
+    await changeMerchant(env, shop.id, { rate_tier: 'high' }, () => new Date(Date.parse('2027-06-12T00:00:00Z')));
+    expect(await readApiShards(env.DB, shop.id)).toEqual({ count: 2, from: '2027-06-13', before: 8 });
   });
 });
 
