@@ -5,6 +5,8 @@
  * from a later day only, and a key replayed across that midnight still finds yesterday's sale.
  */
 import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { readMeta } from '../../src/storage/ledger-shard/schema';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/env';
 import type { TransactionInput, TransactionOutcome } from '../../src/schemas/transaction-columns';
@@ -153,6 +155,20 @@ describe("a max merchant's API day in 8 sub-shards", () => {
     expect(new Set(ids.map(subOf)).size).toBeGreaterThanOrEqual(2);
     // Billed again: each cycle's key is found in its sub-shard, nothing charged twice.
     expect((await billDue(env, shop.id, utcDay(new Date()), () => new Date()))?.charged).toBe(0);
+  });
+
+  it("a sub-shard keeps its day's retention: hashes cleared and archived when the day's shard's are, its alarm armed", async () => {
+    const key0 = await keyIn(shop.id, 'keep', 0, 8);
+    const key4 = await keyIn(shop.id, 'keep', 4, 8);
+    await created(shop, key0);
+    await created(shop, key4);
+    const day = utcDay(new Date());
+    const metaOf = (sub: number) =>
+      runInDurableObject(env.LEDGER_SHARD.getByName(ledgerShardName({ kind: 'api', merchantId: shop.id, day, sub })), async (_i, state) => ({ meta: readMeta(state.storage.sql), alarm: await state.storage.getAlarm() }));
+    const [zero, four] = [await metaOf(0), await metaOf(4)];
+    expect(four.meta).toMatchObject({ name: `${shop.id}/api/${day}/4`, hashesClearAt: zero.meta?.hashesClearAt, archiveAt: zero.meta?.archiveAt });
+    expect(four.meta?.hashesClearAt).toBe(new Date(Date.parse(`${day}T00:00:00Z`) + 2 * DAY).toISOString());
+    expect(four.alarm).not.toBeNull();
   });
 
   it("an id of sub-shard 0 keeps the old form and names the day's shard", async () => {
