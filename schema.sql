@@ -26,6 +26,19 @@ CREATE TABLE IF NOT EXISTS merchant_rate_tiers (
   updated_at TEXT NOT NULL
 ) WITHOUT ROWID;
 
+-- How many ledger sub-shards a merchant's API days have (src/services/transactions/api-shards.ts;
+-- docs/capacity.md, "An API day in sub-shards"): `api_shards_before` for days before
+-- `api_shards_from` (a UTC day), `api_shards` from it on. Set with the rate tier. No row: one shard
+-- a day. A table of its own rather than columns on merchant_rate_tiers, so that applying this file
+-- to a database from before it upgrades it (ALTER TABLE is not idempotent).
+CREATE TABLE IF NOT EXISTS merchant_api_shards (
+  merchant_id TEXT PRIMARY KEY REFERENCES merchants(id),
+  api_shards INTEGER NOT NULL CHECK (api_shards BETWEEN 1 AND 8),
+  api_shards_from TEXT NOT NULL,
+  api_shards_before INTEGER NOT NULL CHECK (api_shards_before BETWEEN 1 AND 8),
+  updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+
 -- Exports being written now (storage/running-exports.ts): at most a few per merchant at once.
 CREATE TABLE IF NOT EXISTS running_exports (
   export_id TEXT PRIMARY KEY,

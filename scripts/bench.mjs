@@ -18,6 +18,8 @@
 //            --port P --inspector-port Q (the server's ports; a second server, the cost or largest one, takes P+1 and Q+1)
 //            --largest-rows N --largest-api N (smaller largest workloads, to try the group)
 //            --largest-heap-limit MB (the largest group's isolate may hold at most this much V8 heap)
+//   npm run bench -- --only shardrate      one ledger shard's sustained rate of API sales (claims and answers), 3 × 20 s
+//            --shardrate-seconds N (each of the 3 concurrencies runs N s)
 //   npm run bench -- --only bigday         one big merchant's day through the real paths (files at once, API sales
 //                                          with captures, voids and refunds, searches and an export), settled
 //                                          and archived; --bigday-scale N transactions (default 1,000,000),
@@ -46,13 +48,14 @@ import { lookupScenarios, runLimiterInIsolate } from './bench/scenarios/lookup.m
 import { startServer } from './bench/server.mjs';
 import { runLargest } from './bench/scenarios/largest.mjs';
 import { runBigday } from './bench/scenarios/bigday.mjs';
+import { runShardRate } from './bench/scenarios/shardrate.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
 
-const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search', 'recurring', 'largest', 'bigday'];
+const GROUPS = ['baseline', 'import', 'lookup', 'batch', 'contention', 'fairness', 'cost', 'search', 'recurring', 'largest', 'bigday', 'shardrate'];
 /** A full run: every group but `largest` and `bigday` (an hour each; run them with --only). */
-const FULL_GROUPS = GROUPS.filter((g) => g !== 'largest' && g !== 'bigday');
+const FULL_GROUPS = GROUPS.filter((g) => g !== 'largest' && g !== 'bigday' && g !== 'shardrate');
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
@@ -75,6 +78,7 @@ const { values } = parseArgs({
     'bigday-files': { type: 'string' },
     'bigday-concurrency': { type: 'string' },
     'bigday-api': { type: 'string' },
+    'shardrate-seconds': { type: 'string' },
   },
 });
 
@@ -115,6 +119,7 @@ const settings = {
   bigdayFiles: values['bigday-files'] ? Number(values['bigday-files']) : null,
   bigdayConcurrency: values['bigday-concurrency'] ? Number(values['bigday-concurrency']) : null,
   bigdayApi: values['bigday-api'] ? Number(values['bigday-api']) : null,
+  shardrateSeconds: values['shardrate-seconds'] ? Number(values['shardrate-seconds']) : null,
 };
 if ((settings.port === null) !== (settings.inspectorPort === null)) {
   console.error('--port and --inspector-port go together.');
@@ -318,6 +323,17 @@ if (settings.groups.has('bigday')) {
   }
 }
 
+// One ledger shard's sustained rate of API sales (docs/capacity.md, "An API day in sub-shards"): its own server.
+let shardrate = null;
+if (settings.groups.has('shardrate')) {
+  try {
+    shardrate = await runShardRate(ctx);
+  } catch (error) {
+    log(`shardrate: ${error.stack ?? error.message}`);
+    failed = true;
+  }
+}
+
 // CPU per unit of work: the cost runs', and the warm lookup's with the limiter in the isolate.
 const isolated = rows.find((r) => r.limiterInIsolate && r.cpu);
 const cpu = [
@@ -347,6 +363,7 @@ const results = {
   ...(cpu.length > 0 ? { cpu } : {}),
   ...(largest ? { largest: { ...largest, phases: largest.phases.map((p) => ({ ...p, detail: undefined })) } } : {}),
   ...(bigday ? { bigday } : {}),
+  ...(shardrate ? { shardrate } : {}),
   ...(runtimeEvents.length > 0 ? { runtimeEvents } : {}),
 };
 printTable(results);

@@ -14,6 +14,13 @@ import { receiptSettings, setReceiptSettings } from '../services/receipts/settin
 import { merchantReceiptLimits } from '../services/receipts/budget';
 import { DEFAULT_RATE_TIER } from '../services/limits/rate-tiers';
 import { readRateTier } from '../storage/rate-tiers';
+import { readApiShards } from '../storage/api-shards';
+import { apiShardsView } from '../services/transactions/api-shards';
+
+/** The merchant's API sub-shards now and from when (services/transactions/api-shards.ts). */
+async function apiShardsNow(db: D1Database, merchantId: string): Promise<ReturnType<typeof apiShardsView>> {
+  return apiShardsView(await readApiShards(db, merchantId), systemClock());
+}
 
 export const admin = new Hono<AppEnv>();
 
@@ -23,7 +30,7 @@ admin.post('/merchants', validate('json', merchantCreateSchema), async (c) => {
   const settlementCutoff = cutoff === undefined ? DEFAULT_CUTOFF : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
   const receiptSettingsNow = receipts === undefined ? await receiptSettings(c.env.DB, merchant.id) : await setReceiptSettings(c.env.DB, merchant.id, receipts, systemClock);
   return c.json(
-    success({ ...merchant, rate_tier: input.rate_tier ?? DEFAULT_RATE_TIER, receipt_settings: receiptSettingsNow, receipt_limits: await merchantReceiptLimits(c.env, merchant.id, limits, systemClock), settlement_cutoff: settlementCutoff, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }),
+    success({ ...merchant, rate_tier: input.rate_tier ?? DEFAULT_RATE_TIER, api_shards: await apiShardsNow(c.env.DB, merchant.id), receipt_settings: receiptSettingsNow, receipt_limits: await merchantReceiptLimits(c.env, merchant.id, limits, systemClock), settlement_cutoff: settlementCutoff, tokenizer_origins: [], secret_key: secretKey, public_key: publicKey }),
     201,
   );
 });
@@ -35,6 +42,7 @@ admin.get('/merchants/:id', validate('param', idParamSchema), async (c) => {
     success({
       ...merchant,
       rate_tier: (await readRateTier(c.env.DB, merchant.id)) ?? DEFAULT_RATE_TIER,
+      api_shards: await apiShardsNow(c.env.DB, merchant.id),
       receipt_settings: await receiptSettings(c.env.DB, merchant.id),
       receipt_limits: await merchantReceiptLimits(c.env, merchant.id, undefined, systemClock),
       settlement_cutoff: await settlementCutoff(c.env, merchant.id),
@@ -50,7 +58,7 @@ admin.patch('/merchants/:id', validate('param', idParamSchema), validate('json',
   const settlementCutoffNow = cutoff === undefined ? await settlementCutoff(c.env, merchant.id) : await setSettlementCutoff(c.env, merchant.id, cutoff, systemClock);
   const receiptSettingsNow = receipts === undefined ? await receiptSettings(c.env.DB, merchant.id) : await setReceiptSettings(c.env.DB, merchant.id, receipts, systemClock);
   return c.json(
-    success({ ...merchant, rate_tier: (await readRateTier(c.env.DB, merchant.id)) ?? DEFAULT_RATE_TIER, receipt_settings: receiptSettingsNow, receipt_limits: await merchantReceiptLimits(c.env, merchant.id, limits, systemClock), settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }),
+    success({ ...merchant, rate_tier: (await readRateTier(c.env.DB, merchant.id)) ?? DEFAULT_RATE_TIER, api_shards: await apiShardsNow(c.env.DB, merchant.id), receipt_settings: receiptSettingsNow, receipt_limits: await merchantReceiptLimits(c.env, merchant.id, limits, systemClock), settlement_cutoff: settlementCutoffNow, tokenizer_origins: await tokenizerOrigins(c.env.DB, merchant.id) }),
   );
 });
 

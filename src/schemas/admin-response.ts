@@ -13,6 +13,16 @@ export const merchantSchema = z
     surcharge_rate_bps: z.int().min(0).max(10_000).meta({ description: '300 = 3.00%' }),
     max_credit_amount: z.int().min(0).meta({ description: 'The largest unreferenced credit, in minor units; 0 refuses them. Default 100000.' }),
     rate_tier: z.enum(RATE_TIERS).meta({ description: 'Which per-merchant limit counts its API transactions (docs/limits.md, "Rate tiers"). Default standard.' }),
+    api_shards: z
+      .strictObject({
+        today: z.int().min(1).max(8).meta({ description: "Sub-shards today's API day has." }),
+        count: z.int().min(1).max(8).meta({ description: 'Sub-shards every API day has from `from` on.' }),
+        from: z.string().meta({ description: 'The UTC day (YYYY-MM-DD) `count` takes effect.', example: '2026-11-28' }),
+      })
+      .meta({
+        description:
+          'How many ledger sub-shards its API days are spread over, set by rate_tier (standard 1, high 2, max 8); a change takes effect from the first UTC day that starts at least an hour later (docs/capacity.md, "An API day in sub-shards").',
+      }),
     receipt_settings: receiptSettingsSchema,
     receipt_limits: receiptLimitsSchema,
     settlement_cutoff: z.string().meta({ description: 'UTC time of day (HH:MM) its day ends: what it captured before then settles. Default 00:00.', example: '00:00' }),

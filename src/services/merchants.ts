@@ -23,6 +23,9 @@ import {
   type MerchantChanges,
 } from '../storage/merchants';
 import { setRateTierStatement } from '../storage/rate-tiers';
+import { readApiShards, setApiShardsStatement } from '../storage/api-shards';
+import { AppError } from '../errors';
+import { newMerchantSchedule, scheduleAfter, ONE_API_SHARD } from './transactions/api-shards';
 import { replaceTokenizerOriginsStatements } from '../storage/tokenizer-origins';
 import type { RateTier } from './limits/rate-tiers';
 
@@ -88,6 +91,8 @@ export async function createMerchant(
     insertApiKeyStatement(db, secret.record),
     insertApiKeyStatement(db, publicKey.record),
     ...(input.rate_tier ? [setRateTierStatement(db, merchant.id, input.rate_tier, merchant.created_at)] : []),
+    // No day of its own yet, no caller cached: its tier's sub-shard count holds from today.
+    ...(input.rate_tier ? [setApiShardsStatement(db, merchant.id, newMerchantSchedule(input.rate_tier, now), undefined, merchant.created_at)] : []),
   ]);
   await syncCachedCallers(env, [secret.record.key_hash, publicKey.record.key_hash]);
   return { merchant, secretKey: secret.key, publicKey: publicKey.key };
@@ -119,14 +124,28 @@ export async function changeMerchant(
   clock: Clock,
 ): Promise<Merchant | null> {
   const { tokenizer_origins: origins, rate_tier: tier, ...fields } = changes;
-  const at = isoTimestamp(clock());
+  const now = clock();
+  const at = isoTimestamp(now);
+  // The tier sets the API days' sub-shard count too, from a day every cached caller knows it by.
+  const current = tier ? await readApiShards(env.DB, merchantId) : undefined;
+  const shards = tier ? scheduleAfter(current ?? ONE_API_SHARD, tier, now) : null;
+  if (shards && !shards.ok) {
+    throw new AppError('conflict', `rate_tier: the merchant's API sub-shard count changes on ${(current ?? ONE_API_SHARD).from}, and the days a lookup needs must keep one count; a tier with another count can be set from ${shards.retryFrom}T00:00:00Z (docs/limits.md, "Rate tiers")`);
+  }
+  const shardWrite = shards?.ok && shards.changed ? [setApiShardsStatement(env.DB, merchantId, shards.schedule, current, at)] : [];
   // One transaction: the merchant row, its tokenizer origins and its tier change together or not at all.
-  const [updated] = await env.DB.batch([
+  const [updated, ...rest] = await env.DB.batch([
     updateMerchantStatement(env.DB, merchantId, fields, at),
     ...(origins ? replaceTokenizerOriginsStatements(env.DB, merchantId, origins) : []),
     ...(tier ? [setRateTierStatement(env.DB, merchantId, tier, at)] : []),
+    ...shardWrite,
   ]);
   const merchant = updated ? merchantFromUpdate(updated) : null;
+  if (merchant && shardWrite.length > 0 && (rest.at(-1)?.meta.changes ?? 0) === 0) {
+    // Another change of the schedule landed between the read and this write: nothing of it was kept.
+    await syncCachedCallers(env, await listActiveKeyHashes(env.DB, merchantId));
+    throw new AppError('conflict', 'rate_tier: the merchant\'s tier changed at the same time; send the change again');
+  }
   // Cached callers carry the merchant's flags: rewritten, so the change applies within KV's propagation.
   if (merchant) await syncCachedCallers(env, await listActiveKeyHashes(env.DB, merchantId));
   return merchant;

@@ -1,5 +1,6 @@
 /** D1 access for the `api_keys` table. Only SHA-256 hashes of keys are stored. */
 import type { Caller, KeyType } from '../env';
+import { scheduleOfRow } from './api-shards';
 
 export interface ApiKeyRecord {
   id: string;
@@ -28,13 +29,19 @@ interface CallerRow {
   surcharge_rate_bps: number;
   max_credit_amount: number;
   rate_tier: 'standard' | 'high' | 'max';
+  api_shards: number | null;
+  api_shards_from: string | null;
+  api_shards_before: number | null;
 }
 
 const CALLER_SELECT = `SELECT k.key_hash, k.id AS key_id, k.type AS key_type, m.id AS merchant_id, m.name AS merchant_name,
-              m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount, COALESCE(t.rate_tier, 'standard') AS rate_tier
-       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id LEFT JOIN merchant_rate_tiers t ON t.merchant_id = m.id`;
+              m.enhanced_bin_lookup, m.surcharge_rate_bps, m.max_credit_amount, COALESCE(t.rate_tier, 'standard') AS rate_tier,
+              s.api_shards, s.api_shards_from, s.api_shards_before
+       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id LEFT JOIN merchant_rate_tiers t ON t.merchant_id = m.id
+       LEFT JOIN merchant_api_shards s ON s.merchant_id = m.id`;
 
 function toCaller(row: CallerRow): Caller {
+  const apiShards = scheduleOfRow(row);
   return {
     keyId: row.key_id,
     keyType: row.key_type,
@@ -44,6 +51,7 @@ function toCaller(row: CallerRow): Caller {
     surchargeRateBps: row.surcharge_rate_bps,
     maxCreditAmount: row.max_credit_amount,
     rateTier: row.rate_tier,
+    ...(apiShards ? { apiShards } : {}),
   };
 }
 

@@ -19,7 +19,8 @@ export function ledgerArchiveKey(shardName: string): string {
 
 /** Whether a shard's archive was begun in R2 (one list call of one key): an id past retention is "archived" only then. */
 export async function hasLedgerArchive(bucket: R2Bucket, shardName: string): Promise<boolean> {
-  const listed = await bucket.list({ prefix: ledgerArchiveKey(shardName), limit: 1 });
+  // Only files directly under it: an API day's sub-shards archive under `{day}/{k}/`, inside the day's own prefix.
+  const listed = await bucket.list({ prefix: ledgerArchiveKey(shardName), delimiter: '/', limit: 1 });
   return listed.objects.length > 0;
 }
 

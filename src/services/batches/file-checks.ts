@@ -25,7 +25,8 @@ import { checkLifecycleRow, FIRST_PASS_TRANSACTION_ID_ERROR, lifecycleKind, TRAN
  * (locate, claim, answer, the search index's read and change, a batch's D1 row), and a queue delivery
  * runs up to 5 chunks in one invocation: 16 × 6 × 5 = 480, under half of the subrequests the service
  * plans on per invocation (WORKERS.subrequestsPlanned). A file sorted by transaction_id names few
- * shards per chunk (an API day, or one uploaded file, is one shard).
+ * shards per chunk (one uploaded file is one shard; an API day is 1 to 8, and its ids sort by
+ * sub-shard: services/transactions/api-shards.ts).
  */
 export const MAX_SHARDS_PER_CHUNK = 16;
 const SUBREQUESTS_PER_SHARD = 6;
@@ -75,12 +76,12 @@ export class NamedOnce {
   }
 }
 
-/** The ledger shard an id this service gave lives in (an API day, or a batch file); null for `line:N` and ids of no shape. */
+/** The ledger shard an id this service gave lives in (an API day's sub-shard, or a batch file); null for `line:N` and ids of no shape. */
 function shardKeyOf(id: string): string | null {
   const parsed = parseTransactionId(id);
   const original = parsed?.kind === 'refund' ? parsed.original : parsed;
   if (!original) return null;
-  return original.kind === 'batch' ? original.batchId : `api/${original.day}`;
+  return original.kind === 'batch' ? original.batchId : `api/${original.day}/${original.sub}`;
 }
 
 /** How many row errors a validate-only answer lists (the total is always given). */

@@ -20,6 +20,8 @@ import { isoTimestamp, type Clock } from '../../lib/time';
 import type { BillResult, LastDecline } from '../../schemas/recurring';
 import type { TransactionOutcome, TransactionRequest } from '../../schemas/transaction-columns';
 import { findMerchant } from '../../storage/merchants';
+import { readApiShards } from '../../storage/api-shards';
+import type { ApiShardSchedule } from '../transactions/api-shards';
 import { claimDue, merchantsWithDue, recordBillingStatement, type BillingChanges, type SubscriptionRecord } from '../../storage/recurring-subscriptions';
 import { processTransactions } from '../recorded';
 import { recordView } from '../fluidpay/record';
@@ -44,8 +46,10 @@ export function billingKey(subscription: Pick<SubscriptionRecord, 'id' | 'cycle_
   return `recurring:${subscription.id}:${subscription.cycle_date}:${subscription.retries}`;
 }
 
-function callerOf(merchant: { id: string; name: string; enhanced_bin_lookup: boolean; surcharge_rate_bps: number; max_credit_amount: number }): Caller {
+/** `apiShards`: the merchant's sub-shard schedule, read from D1 as an API key's caller carries it (the ledger places keys by it). */
+function callerOf(merchant: { id: string; name: string; enhanced_bin_lookup: boolean; surcharge_rate_bps: number; max_credit_amount: number }, apiShards?: ApiShardSchedule): Caller {
   return {
+    ...(apiShards ? { apiShards } : {}),
     merchantId: merchant.id,
     merchantName: merchant.name,
     // No API key made these charges: the billing run did.
@@ -61,7 +65,7 @@ function callerOf(merchant: { id: string; name: string; enhanced_bin_lookup: boo
 export async function billDue(env: Env, merchantId: string, day: string, clock: Clock, maxCharges = BILL_STEP_CHARGES): Promise<BillResult | null> {
   const merchant = await findMerchant(env.DB, merchantId);
   if (!merchant) return null;
-  const caller = callerOf(merchant);
+  const caller = callerOf(merchant, await readApiShards(env.DB, merchantId));
   const result: BillResult = { date: day, charged: 0, declined: 0, skipped: 0, completed: 0, finished: false };
   let attempted = 0;
   while (attempted < maxCharges) {

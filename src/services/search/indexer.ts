@@ -34,7 +34,7 @@ export function shardOfId(merchantId: string, id: string): string | null {
   if (!parsed) return null;
   return parsed.kind === 'batch'
     ? ledgerShardName({ kind: 'batch', merchantId, batchId: parsed.batchId })
-    : ledgerShardName({ kind: 'api', merchantId, day: parsed.day });
+    : ledgerShardName({ kind: 'api', merchantId, day: parsed.day, sub: parsed.sub });
 }
 
 /** The records an engine call answered, indexed (the engine's hook). */

@@ -91,7 +91,7 @@ export async function locateTransaction(env: Env, merchantId: string, id: string
     }
     shard = shardFor(env, key, batch.created_at);
   } else {
-    shard = shardFor(env, { kind: 'api', merchantId, day: parsed.day }, `${parsed.day}T00:00:00.000Z`);
+    shard = shardFor(env, { kind: 'api', merchantId, day: parsed.day, sub: parsed.sub }, `${parsed.day}T00:00:00.000Z`);
   }
   // Past retention the shard was archived (the answer says where, without waking it), or is about to be.
   if (archivedBy(env, shard.identity.periodStart, now) && (await hasLedgerArchive(env.FILES, shard.identity.name))) return archived(shard.identity.name);
@@ -141,7 +141,7 @@ class EngineCall {
     this.#context = context;
     this.#now = engine.clock();
     this.#createdAt = isoTimestamp(this.#now);
-    this.#ledger = new Ledger(engine.env, engine.caller.merchantId, context, this.#now);
+    this.#ledger = new Ledger(engine.env, engine.caller.merchantId, context, this.#now, engine.caller.apiShards);
   }
 
   async process(requests: TransactionRequest[]): Promise<TransactionOutcome[]> {

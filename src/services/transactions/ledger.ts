@@ -4,6 +4,7 @@
  *
  *   {merchant id}/batch/{batch id}   the rows of one batch file (at most BATCH_MAX_ROWS), one page per chunk
  *   {merchant id}/api/{YYYY-MM-DD}   the merchant's POST /api/transaction requests of one UTC day
+ *   {merchant id}/api/{YYYY-MM-DD}/{k}  ... in sub-shard k (1 to 7) of a day spread over several (api-shards.ts)
  *
  * A transaction id names its shard, so GET /api/transaction/{id} needs no global index:
  *
@@ -11,6 +12,7 @@
  *                                                    uploaded, the batch (20 base32 characters), the line
  *   txn_a{YYYYMMDD}{20 base32 characters}            an API transaction: SHA-256 of (merchant, key),
  *                                                    so the same key on the same day names the same id
+ *   txn_a{YYYYMMDD}{20 base32 characters}s{k}        the same, in sub-shard k of its day (1 to 7)
  *
  * The day in both lets an id past retention be answered "archived" without any lookup.
  *
@@ -23,14 +25,16 @@ import { isoTimestamp } from '../../lib/time';
 import type { TransactionContext } from '../../schemas/transaction-columns';
 import { answerOf, CLAIMED_STATUS, MAX_OPERATIONS_PER_TRANSACTION, type ShardFailure, type ShardIdentity, type StoredTransaction } from '../../storage/ledger-shard';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
+import { shardsOn, subShardOf, type ApiShardSchedule } from './api-shards';
 
 const DAY_MS = 86_400_000;
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
 const BATCH_ID = /^bat_([0-9a-v]{20})$/;
 const BATCH_TRANSACTION_ID = /^txn_b([0-9]{8})([0-9a-v]{20})([1-9][0-9]{0,8})$/;
-const API_TRANSACTION_ID = /^txn_a([0-9]{8})([0-9a-v]{20})$/;
+const API_TRANSACTION_ID = /^txn_a([0-9]{8})([0-9a-v]{20})(?:s([1-7]))?$/;
 /**
- * A refund: its original's id without `txn_`, then `x` and its number among the original's refunds,
+ * A refund: its original's id without `txn_` (an API sub-shard's `s{k}` included: `s` is a base32
+ * digit here), then `x` and its number among the original's refunds,
  * 1 to MAX_OPERATIONS_PER_TRANSACTION (every refund the shard can number parses; checked below).
  */
 const REFUND_TRANSACTION_ID = /^txn_r([ab][0-9a-v]+)x([1-9][0-9]{0,4})$/;
@@ -39,11 +43,13 @@ if (MAX_OPERATIONS_PER_TRANSACTION > 99_999) throw new Error('a refund number co
 /** A claim made this close to midnight is checked against the neighbouring day's shard as well. */
 export const BOUNDARY_RECHECK_MS = 5 * 60_000;
 
-export type ShardKey = { kind: 'batch'; merchantId: string; batchId: string } | { kind: 'api'; merchantId: string; day: string };
+/** An API shard's `sub` is its sub-shard of the day (api-shards.ts); 0 or absent: the day's first, named as before sub-shards. */
+export type ShardKey = { kind: 'batch'; merchantId: string; batchId: string } | { kind: 'api'; merchantId: string; day: string; sub?: number };
 
-/** The one place a shard's name is made: the shard key is (merchant, batch) or (merchant, UTC day). */
+/** The one place a shard's name is made: the shard key is (merchant, batch) or (merchant, UTC day, sub-shard). */
 export function ledgerShardName(key: ShardKey): string {
-  return key.kind === 'batch' ? `${key.merchantId}/batch/${key.batchId}` : `${key.merchantId}/api/${key.day}`;
+  if (key.kind === 'batch') return `${key.merchantId}/batch/${key.batchId}`;
+  return key.sub ? `${key.merchantId}/api/${key.day}/${key.sub}` : `${key.merchantId}/api/${key.day}`;
 }
 
 /** Days a shard keeps its transactions (TRANSACTION_RETENTION_DAYS, default 548). */
@@ -109,14 +115,21 @@ export function lastIssuedDay(now: Date): string {
   return utcDay(new Date(now.getTime() + ISSUED_DAYS_AHEAD * DAY_MS));
 }
 
-export async function apiTransactionId(merchantId: string, idempotencyKey: string, day: string): Promise<string> {
+/** The id of a key's API transaction on `day`, of a day with `shards` sub-shards (api-shards.ts). */
+export async function apiTransactionId(merchantId: string, idempotencyKey: string, day: string, shards = 1): Promise<string> {
+  return (await apiPlacement(merchantId, idempotencyKey, day, shards)).id;
+}
+
+/** A key's API transaction id on `day` and its sub-shard: both from one digest. */
+export async function apiPlacement(merchantId: string, idempotencyKey: string, day: string, shards: number): Promise<{ id: string; sub: number }> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`${merchantId}\n${idempotencyKey}`)));
   let hash = '';
   for (let i = 0; i < 20; i++) hash += ID_ALPHABET[(digest[i] ?? 0) & 31];
-  return `txn_a${compactDay(day)}${hash}`;
+  const sub = subShardOf(digest[0] ?? 0, shards);
+  return { id: `txn_a${compactDay(day)}${hash}${sub === 0 ? '' : `s${sub}`}`, sub };
 }
 
-type OriginalId = { kind: 'batch'; day: string; batchId: string; line: number } | { kind: 'api'; day: string };
+type OriginalId = { kind: 'batch'; day: string; batchId: string; line: number } | { kind: 'api'; day: string; sub: number };
 export type ParsedTransactionId = OriginalId | { kind: 'refund'; originalId: string; original: OriginalId };
 
 /** Which shard an id names; null for an id of no known form. A refund's shard is its original's. */
@@ -136,7 +149,7 @@ function parseOriginalId(id: string): OriginalId | null {
   if (batch && batchDay) return { kind: 'batch', day: batchDay, batchId: `bat_${batch[2]}`, line: Number(batch[3]) };
   const api = API_TRANSACTION_ID.exec(id);
   const apiDay = api?.[1] ? dashedDay(api[1]) : null;
-  return apiDay ? { kind: 'api', day: apiDay } : null;
+  return apiDay ? { kind: 'api', day: apiDay, sub: api?.[3] ? Number(api[3]) : 0 } : null;
 }
 
 /** Whether a shard whose period began at `periodStart` is past TRANSACTION_RETENTION_DAYS (archived, or about to be). */
@@ -165,8 +178,8 @@ export function shardFor(env: Env, key: ShardKey, periodStart: string): Shard {
   return { identity, stub: env.LEDGER_SHARD.getByName(name) };
 }
 
-function apiShard(env: Env, merchantId: string, day: string): Shard {
-  return shardFor(env, { kind: 'api', merchantId, day }, `${day}T00:00:00.000Z`);
+function apiShard(env: Env, merchantId: string, day: string, sub: number): Shard {
+  return shardFor(env, { kind: 'api', merchantId, day, sub }, `${day}T00:00:00.000Z`);
 }
 
 /** A shard's answer to a write, or its failure thrown here, in the caller (the chunk is retried, the API answers 500). */
@@ -181,20 +194,26 @@ function keyOf(stored: StoredTransaction): string {
 
 /**
  * A merchant's ledger as one engine call sees it: the batch's shard for batch rows, the day shards
- * for API requests. Every method takes or answers StoredTransactions (a claim is one whose record
- * has status `processing`).
+ * (each day's sub-shards, by the merchant's `apiShards` schedule) for API requests. Keys are
+ * grouped by sub-shard and the sub-shards called at once: an engine call of many keys makes at most
+ * MAX_API_SHARDS calls per step (find: today's and yesterday's, 16; claim 8; the midnight recheck 8;
+ * complete or release 8), 40 subrequests at most against the 1,000 an invocation plans on
+ * (WORKERS.subrequestsPlanned); a single request's one key reaches one sub-shard a day. Every method
+ * takes or answers StoredTransactions (a claim is one whose record has status `processing`).
  */
 export class Ledger {
   readonly #env: Env;
   readonly #merchantId: string;
   readonly #context: TransactionContext;
   readonly #now: Date;
+  readonly #apiShards: ApiShardSchedule | undefined;
 
-  constructor(env: Env, merchantId: string, context: TransactionContext, now: Date) {
+  constructor(env: Env, merchantId: string, context: TransactionContext, now: Date, apiShards?: ApiShardSchedule) {
     this.#env = env;
     this.#merchantId = merchantId;
     this.#context = context;
     this.#now = now;
+    this.#apiShards = apiShards;
   }
 
   get #today(): string {
@@ -211,7 +230,7 @@ export class Ledger {
     const named = parseTransactionId(String(stored.record.id));
     const parsed = named?.kind === 'refund' ? named.original : named;
     if (!parsed) throw new Error('a stored transaction has an id of no known form');
-    return parsed.kind === 'batch' ? this.#batchShard(parsed.batchId) : apiShard(this.#env, this.#merchantId, parsed.day);
+    return parsed.kind === 'batch' ? this.#batchShard(parsed.batchId) : apiShard(this.#env, this.#merchantId, parsed.day, parsed.sub);
   }
 
   /** The id a new transaction under `key` gets. */
@@ -222,7 +241,7 @@ export class Ledger {
       const createdAt = this.#context.batchCreatedAt ?? isoTimestamp(this.#now);
       return batchTransactionId(batchId, createdAt, line ?? Number(key.slice(key.lastIndexOf(':') + 1)));
     }
-    return apiTransactionId(this.#merchantId, key, this.#today);
+    return apiTransactionId(this.#merchantId, key, this.#today, shardsOn(this.#apiShards, this.#today));
   }
 
   /**
@@ -252,10 +271,24 @@ export class Ledger {
     return found;
   }
 
+  /** `keys` looked up in `day`'s sub-shards (the count that day had): each key in its own, the sub-shards at once. */
   async #findApi(keys: readonly string[], day: string): Promise<StoredTransaction[]> {
-    const shard = apiShard(this.#env, this.#merchantId, day);
-    const ids = await Promise.all(keys.map((key) => apiTransactionId(this.#merchantId, key, day)));
-    return shard.stub.find(shard.identity, { keys, exact: ids, floor: [] });
+    const shards = shardsOn(this.#apiShards, day);
+    const placed = await Promise.all(keys.map((key) => apiPlacement(this.#merchantId, key, day, shards)));
+    const bySub = new Map<number, { keys: string[]; ids: string[] }>();
+    placed.forEach(({ id, sub }, i) => {
+      const group = bySub.get(sub) ?? { keys: [], ids: [] };
+      group.keys.push(keys[i] ?? '');
+      group.ids.push(id);
+      bySub.set(sub, group);
+    });
+    const answers = await Promise.all(
+      [...bySub].map(([sub, group]) => {
+        const shard = apiShard(this.#env, this.#merchantId, day, sub);
+        return shard.stub.find(shard.identity, { keys: group.keys, exact: group.ids, floor: [] });
+      }),
+    );
+    return answers.flat();
   }
 
   /** Claims the requests whose keys are free, before any processor is asked; answers the ids claimed. */
@@ -269,21 +302,26 @@ export class Ledger {
       const keys = new Set(written(await shard.stub.claim(shard.identity, [{ page, entries: claims }], createdAt)));
       return new Set(claims.filter((c) => keys.has(keyOf(c))).map((c) => String(c.record.id)));
     }
-    const shard = apiShard(this.#env, this.#merchantId, this.#today);
-    const requests = claims.map((stored) => ({ page: String(stored.record.id), entries: [stored] }));
-    const claimed = new Set(written(await shard.stub.claim(shard.identity, requests, createdAt)));
+    // Each claim in today's sub-shard its id names (newId), the sub-shards at once.
+    const claimedIds = await this.#byShard(claims, async (shard, group) => {
+      const requests = group.map((stored) => ({ page: String(stored.record.id), entries: [stored] }));
+      return written(await shard.stub.claim(shard.identity, requests, createdAt));
+    });
     const neighbour = this.#neighbourDay();
-    if (neighbour !== null && claimed.size > 0) {
-      // A request on the other side of midnight may have claimed the same key there meanwhile.
-      const taken = await this.#findApi([...claimed], neighbour);
+    if (neighbour !== null && claimedIds.size > 0) {
+      // A request on the other side of midnight may have claimed the same key there meanwhile
+      // (looked up in the sub-shard that day's count gives it).
+      const mine = claims.filter((c) => claimedIds.has(String(c.record.id)));
+      const taken = await this.#findApi(mine.map(keyOf), neighbour);
       const cutoff = isoTimestamp(new Date(this.#now.getTime() - IDEMPOTENCY_WINDOW_MS));
-      const clash = taken.filter((s) => s.record.status === CLAIMED_STATUS || String(s.record.created_at) >= cutoff).map(keyOf);
-      if (clash.length > 0) {
-        written(await shard.stub.release(shard.identity, clash));
-        for (const key of clash) claimed.delete(key);
+      const clash = new Set(taken.filter((s) => s.record.status === CLAIMED_STATUS || String(s.record.created_at) >= cutoff).map(keyOf));
+      if (clash.size > 0) {
+        const clashing = mine.filter((c) => clash.has(keyOf(c)));
+        await this.release(clashing);
+        for (const c of clashing) claimedIds.delete(String(c.record.id));
       }
     }
-    return new Set(claims.filter((c) => claimed.has(keyOf(c))).map((c) => String(c.record.id)));
+    return claimedIds;
   }
 
   #neighbourDay(): string | null {
