@@ -6,7 +6,7 @@
 //   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost, search, recurring (baseline always runs)
-//   npm run bench -- --only recurring --recurring-subs N   N subscriptions due today billed step by step (default 2,000)
+//   npm run bench -- --only recurring --recurring-subs N   N subscriptions (seeded by the bench-only entry) due today, billed step by step, each step's CPU and heap measured (default 20,000; --quick 2,000)
 //   npm run bench -- --only largest        the largest workloads (a 500,000-row file and an API day shard of
 //                                          a million transactions, settled and archived step by step, the
 //                                          CPU and heap of each step against the limits); not in a full run
