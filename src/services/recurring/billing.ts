@@ -75,8 +75,12 @@ function callerOf(merchant: { id: string; name: string; enhanced_bin_lookup: boo
   };
 }
 
-/** Bills what is due on or before `day` (a UTC day), at most `maxCharges` attempts in this step. Null when there is no such merchant. */
-export async function billDue(env: Env, merchantId: string, day: string, clock: Clock, maxCharges = BILL_STEP_CHARGES): Promise<BillResult | null> {
+/**
+ * Bills what is due on or before `day` (a UTC day), at most `maxCharges` attempts in this step, in
+ * pages of at most `page` (leased, charged and recorded one page at a time: a step's memory and
+ * each D1 answer hold one page, whatever is due). Null when there is no such merchant.
+ */
+export async function billDue(env: Env, merchantId: string, day: string, clock: Clock, maxCharges = BILL_STEP_CHARGES, page = BILL_PAGE): Promise<BillResult | null> {
   const merchant = await findMerchant(env.DB, merchantId);
   if (!merchant) return null;
   const caller = callerOf(merchant);
@@ -84,13 +88,13 @@ export async function billDue(env: Env, merchantId: string, day: string, clock: 
   let attempted = 0;
   while (attempted < maxCharges) {
     const now = clock();
-    const page = await claimDue(env.DB, merchantId, day, isoTimestamp(now), isoTimestamp(new Date(now.getTime() + LEASE_MS)), Math.min(BILL_PAGE, maxCharges - attempted));
-    if (page.length === 0) {
+    const leased = await claimDue(env.DB, merchantId, day, isoTimestamp(now), isoTimestamp(new Date(now.getTime() + LEASE_MS)), Math.min(page, maxCharges - attempted));
+    if (leased.length === 0) {
       result.finished = true;
       break;
     }
-    attempted += page.length;
-    await billPage(env, caller, page, day, clock, result);
+    attempted += leased.length;
+    await billPage(env, caller, leased, day, clock, result);
   }
   return result;
 }
