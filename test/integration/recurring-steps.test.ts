@@ -23,7 +23,7 @@ beforeAll(async () => {
     const customer = await customerWithCard(shop);
     ids.push((await created<Subscription>(recurring(shop, 'POST', '/subscription', { customer: { id: customer.id }, amount: 500 + i, charge_on_day: true }))).id);
   }
-});
+}, 120_000);
 
 const billings = async () => (await Promise.all(ids.map((id) => okData<Subscription>(recurring(shop, 'GET', `/subscription/${id}`))))).map((s) => s.billings);
 
@@ -86,5 +86,5 @@ describe('billing in bounded steps', () => {
     }
     // And nothing is left for another run.
     expect(await billDue(env, shop.id, today(), later, 100, 2)).toMatchObject({ charged: 0, finished: true });
-  });
+  }, 120_000);
 });
