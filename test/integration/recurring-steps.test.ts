@@ -5,10 +5,11 @@
  * restarted run charges no cycle twice.
  */
 import { env } from 'cloudflare:workers';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call, createMerchant, type TestMerchant } from '../helpers/api';
 import { created, customerWithCard, okData, recurring, type Subscription } from '../helpers/recurring';
-import { billDue, LEASE_MS } from '../../src/services/recurring/billing';
+import { BILL_STEP_CHARGES, billDue, continueBilling, LEASE_MS, recurringBillingName } from '../../src/services/recurring/billing';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
@@ -87,4 +88,48 @@ describe('billing in bounded steps', () => {
     // And nothing is left for another run.
     expect(await billDue(env, shop.id, today(), later, 100, 2)).toMatchObject({ charged: 0, finished: true });
   }, 120_000);
+});
+
+describe('the billing object', () => {
+  it('bills one step per alarm, puts the next off to the merchant’s pace (half its tier), and finishes in the next tick', async () => {
+    const merchant = await createMerchant({ name: 'Paced Billing Shop' });
+    const customer = await customerWithCard(merchant);
+    const template = await created<Subscription>(recurring(merchant, 'POST', '/subscription', { customer: { id: customer.id }, amount: 1000, charge_on_day: true }));
+    // One more than a step's budget, copied from the template in one statement.
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+       INSERT INTO recurring_subscriptions (merchant_id, id, plan_id, description, customer_id, payment_method_id, payment_method_type, billing_address_id, shipping_address_id,
+         amount, billing_cycle_interval, billing_frequency, billing_days, charge_on_day, duration, add_ons, discounts, po_number, tax_amount, tax_exempt, status, cycle_date,
+         next_bill_date, billings, retries, last_transaction_id, last_decline, lease_until, created_at, updated_at)
+       SELECT merchant_id, id || 'c' || n.i, plan_id, description, customer_id, payment_method_id, payment_method_type, billing_address_id, shipping_address_id,
+         amount + n.i, billing_cycle_interval, billing_frequency, billing_days, charge_on_day, duration, add_ons, discounts, po_number, tax_amount, tax_exempt, status, cycle_date,
+         next_bill_date, billings, retries, last_transaction_id, last_decline, lease_until, created_at, updated_at
+       FROM n, recurring_subscriptions WHERE merchant_id = ?2 AND id = ?3`,
+    )
+      .bind(BILL_STEP_CHARGES, merchant.id, template.id)
+      .run();
+    const billed = async () =>
+      (await env.DB.prepare('SELECT COUNT(*) AS n FROM recurring_subscriptions WHERE merchant_id = ? AND billings = 1').bind(merchant.id).first<{ n: number }>())?.n;
+
+    const stub = env.RECURRING_BILLING.getByName(recurringBillingName(merchant.id));
+    // The run as start() leaves it, its alarm an hour ahead so that only this test runs it (an alarm
+    // due now may be run by the runtime on its own before the test does).
+    const armAhead = () => runInDurableObject(stub, async (_, state) => state.storage.setAlarm(Date.now() + 3_600_000));
+    await continueBilling(env, merchant.id, today());
+    await armAhead();
+    const before = Date.now();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await billed()).toBe(BILL_STEP_CHARGES);
+    // A standard merchant's pace is 25 a second: 300 charges put the next tick 12 s after the step began.
+    const next = await runInDurableObject(stub, (_, state) => state.storage.getAlarm());
+    expect(next).not.toBeNull();
+    expect(next as number).toBeGreaterThanOrEqual(before + 12_000);
+    expect(next as number).toBeLessThan(before + 3_600_000);
+
+    await armAhead();
+
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await billed()).toBe(BILL_STEP_CHARGES + 1);
+    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeNull();
+  }, 300_000);
 });

@@ -77,7 +77,8 @@ export async function runRecurringBench(ctx) {
       const { result } = measured;
       steps.push({ wallMs: measured.wallMs, cpuMs: measured.cpuMs, sampledCpuMs: measured.sampledCpuMs, onCpu: measured.onCpu, heapUsedMb: measured.heapUsedMb, heapTotalMb: measured.heapTotalMb, heapBeforeMb: measured.heapBeforeMb, top: measured.top, ...result });
       if ((metered && steps.length % (10 * every) === 1) || result.finished) {
-        log(`recurring: step ${steps.length}: ${result.charged} charged, CPU ${measured.cpuMs} ms (sampled ${measured.sampledCpuMs}, on CPU ${measured.onCpu}), heap ${measured.heapUsedMb} MB used, ${measured.wallMs} ms wall`);
+        const profiled = metered ? `CPU ${measured.cpuMs} ms (sampled ${measured.sampledCpuMs}, on CPU ${measured.onCpu}), heap ${measured.heapUsedMb} MB used, ` : '';
+        log(`recurring: step ${steps.length}: ${result.charged} charged, ${profiled}${measured.wallMs} ms wall`);
       }
       if (result.finished) break;
     }
@@ -91,8 +92,8 @@ export async function runRecurringBench(ctx) {
     // The steps' own time (the meter's heap snapshot between steps is the bench's, not the run's).
     const stepsS = steps.reduce((n, s) => n + s.wallMs, 0) / 1000;
     const pace = charged / stepsS;
-    const cpuPerCharge = meteredSteps.reduce((n, s) => n + s.cpuMs, 0) / Math.max(1, meteredSteps.reduce((n, s) => n + s.charged + s.declined + s.skipped, 0));
     const meteredSteps = steps.filter((s) => s.cpuMs !== undefined);
+    const cpuPerCharge = meteredSteps.reduce((n, s) => n + s.cpuMs, 0) / Math.max(1, meteredSteps.reduce((n, s) => n + s.charged + s.declined + s.skipped, 0));
     const max = (field) => Math.max(...(field === 'wallMs' ? steps : meteredSteps).map((s) => s[field] ?? 0));
     const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
     const quarter = Math.max(1, Math.floor(steps.length / 4));
