@@ -582,6 +582,9 @@ CREATE INDEX IF NOT EXISTS recurring_subscriptions_due_any ON recurring_subscrip
   WHERE status IN ('active', 'failing');
 -- The console's "needs attention" list.
 CREATE INDEX IF NOT EXISTS recurring_subscriptions_status ON recurring_subscriptions (merchant_id, status, updated_at);
+-- Search's order (oldest first): a page is a walk of this index from the merchant's first entry,
+-- not a sort of all its subscriptions (a million for a large merchant).
+CREATE INDEX IF NOT EXISTS recurring_subscriptions_created ON recurring_subscriptions (merchant_id, created_at, id);
 -- ============================================================================================
 -- End of recurring billing.
 -- ============================================================================================

@@ -6,7 +6,8 @@
 //   npm run bench                          the full run (figures shown in docs/performance.md; the
 //                                          cost model's calculation in docs/cost.md)
 //   npm run bench -- --only lookup,batch   some groups: baseline, import, lookup, batch, contention, fairness, cost, search, recurring (baseline always runs)
-//   npm run bench -- --only recurring --recurring-subs N   N subscriptions due today billed step by step (default 2,000)
+//   npm run bench -- --only recurring --recurring-subs N   N subscriptions (seeded by the bench-only entry) due today, billed step by step, each step's CPU and heap measured (default 20,000; --quick 2,000;
+//            --recurring-measure-every K: only every Kth step profiled, for a million's 3,334 steps)
 //   npm run bench -- --only largest        the largest workloads (a 500,000-row file and an API day shard of
 //                                          a million transactions, settled and archived step by step, the
 //                                          CPU and heap of each step against the limits); not in a full run
@@ -72,6 +73,7 @@ const { values } = parseArgs({
     'inspector-port': { type: 'string' },
     'largest-rows': { type: 'string' },
     'recurring-subs': { type: 'string' },
+    'recurring-measure-every': { type: 'string' },
     'largest-api': { type: 'string' },
     'largest-heap-limit': { type: 'string' },
     'bigday-scale': { type: 'string' },
@@ -113,6 +115,7 @@ const settings = {
   inspectorPort: values['inspector-port'] ? Number(values['inspector-port']) : null,
   largestRows: values['largest-rows'] ? Number(values['largest-rows']) : null,
   recurringSubs: values['recurring-subs'] ? Number(values['recurring-subs']) : null,
+  recurringMeasureEvery: values['recurring-measure-every'] ? Number(values['recurring-measure-every']) : null,
   largestApi: values['largest-api'] ? Number(values['largest-api']) : null,
   largestHeapLimit: values['largest-heap-limit'] ? Number(values['largest-heap-limit']) : null,
   bigdayScale: values['bigday-scale'] ? Number(values['bigday-scale']) : null,

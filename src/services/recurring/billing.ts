@@ -30,6 +30,7 @@ import { billingAmount } from './amounts';
 import { addDays, nextBillDateAfter, utcDay } from './calendar';
 import { isNeverRetry, retryDate } from './declines';
 import { scheduleOf } from './subscriptions';
+import { DEFAULT_RATE_TIER, TIER_PERIOD_SECONDS, TRANSACTION_TIER_LIMITS, type RateTier } from '../limits/rate-tiers';
 
 /**
  * Subscriptions charged in one engine call. The engine's own work per call is bounded (one ledger
@@ -41,6 +42,23 @@ export const BILL_PAGE = 50;
 export const BILL_STEP_CHARGES = 300;
 /** How long a run holds the subscriptions it leased: longer than a page takes, short enough that a crashed run's page is billed again within the hour. */
 export const LEASE_MS = 5 * 60_000;
+
+/**
+ * Charges a second a merchant's billing may make: half of what its rate tier lets its API send
+ * (standard 25, high 125, max 500), so a billing day shares the merchant's ledger, processor and
+ * settlement with its API traffic without taking more than that traffic is allowed. One billing
+ * object's steps run one after another, so the pace is also bounded by how fast a step goes
+ * (docs/capacity.md, "Recurring billing").
+ */
+export function billingPacePerSecond(tier: RateTier | null): number {
+  return (TRANSACTION_TIER_LIMITS[tier ?? DEFAULT_RATE_TIER] / TIER_PERIOD_SECONDS) * 0.5;
+}
+
+/** When the next step may start: after the step's attempts at the merchant's pace, counted from when it began, and never before now. */
+export function nextStepAt(startedAt: number, now: number, result: Pick<BillResult, 'charged' | 'declined' | 'skipped'>, tier: RateTier | null): number {
+  const attempts = result.charged + result.declined + result.skipped;
+  return Math.max(now, startedAt + Math.ceil((attempts / billingPacePerSecond(tier)) * 1000));
+}
 
 export function billingKey(subscription: Pick<SubscriptionRecord, 'id' | 'cycle_date' | 'retries'>): string {
   return `recurring:${subscription.id}:${subscription.cycle_date}:${subscription.retries}`;
@@ -61,8 +79,12 @@ function callerOf(merchant: { id: string; name: string; enhanced_bin_lookup: boo
   };
 }
 
-/** Bills what is due on or before `day` (a UTC day), at most `maxCharges` attempts in this step. Null when there is no such merchant. */
-export async function billDue(env: Env, merchantId: string, day: string, clock: Clock, maxCharges = BILL_STEP_CHARGES): Promise<BillResult | null> {
+/**
+ * Bills what is due on or before `day` (a UTC day), at most `maxCharges` attempts in this step, in
+ * pages of at most `page` (leased, charged and recorded one page at a time: a step's memory and
+ * each D1 answer hold one page, whatever is due). Null when there is no such merchant.
+ */
+export async function billDue(env: Env, merchantId: string, day: string, clock: Clock, maxCharges = BILL_STEP_CHARGES, page = BILL_PAGE): Promise<BillResult | null> {
   const merchant = await findMerchant(env.DB, merchantId);
   if (!merchant) return null;
   const caller = callerOf(merchant, await readApiShards(env.DB, merchantId));
@@ -70,13 +92,13 @@ export async function billDue(env: Env, merchantId: string, day: string, clock: 
   let attempted = 0;
   while (attempted < maxCharges) {
     const now = clock();
-    const page = await claimDue(env.DB, merchantId, day, isoTimestamp(now), isoTimestamp(new Date(now.getTime() + LEASE_MS)), Math.min(BILL_PAGE, maxCharges - attempted));
-    if (page.length === 0) {
+    const leased = await claimDue(env.DB, merchantId, day, isoTimestamp(now), isoTimestamp(new Date(now.getTime() + LEASE_MS)), Math.min(page, maxCharges - attempted));
+    if (leased.length === 0) {
       result.finished = true;
       break;
     }
-    attempted += page.length;
-    await billPage(env, caller, page, day, clock, result);
+    attempted += leased.length;
+    await billPage(env, caller, leased, day, clock, result);
   }
   return result;
 }
