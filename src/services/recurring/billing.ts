@@ -21,7 +21,8 @@ import type { BillResult, LastDecline } from '../../schemas/recurring';
 import type { TransactionOutcome, TransactionRequest } from '../../schemas/transaction-columns';
 import { findMerchant } from '../../storage/merchants';
 import { readApiShards } from '../../storage/api-shards';
-import type { ApiShardSchedule } from '../transactions/api-shards';
+import { shardsOn, type ApiShardSchedule } from '../transactions/api-shards';
+import { WORKERS } from '../../lib/platform-limits';
 import { claimDue, merchantsWithDue, recordBillingStatement, type BillingChanges, type SubscriptionRecord } from '../../storage/recurring-subscriptions';
 import { processTransactions } from '../recorded';
 import { recordView } from '../fluidpay/record';
@@ -40,6 +41,21 @@ import { DEFAULT_RATE_TIER, TIER_PERIOD_SECONDS, TRANSACTION_TIER_LIMITS, type R
  */
 export const BILL_PAGE = 50;
 export const BILL_STEP_CHARGES = 300;
+/**
+ * A page's subrequests grow with the merchant's API sub-shards of the day (the ledger looks a key
+ * up, claims and completes it in its sub-shard, so a page of 50 keys spread over 8 sub-shards makes
+ * about 6 more calls for each sub-shard: about 96 at 8, against about 60 at 1). A step takes as many
+ * whole pages as keep it under half of the planned subrequests: 300 charges at 1 or 2 sub-shards,
+ * 250 at 8.
+ */
+const PAGE_SUBREQUESTS_BASE = 48;
+const PAGE_SUBREQUESTS_PER_SUB_SHARD = 6;
+const STEP_SUBREQUESTS = WORKERS.subrequestsPlanned / 2;
+
+export function billStepCharges(subShards: number): number {
+  const pages = Math.max(1, Math.floor(STEP_SUBREQUESTS / (PAGE_SUBREQUESTS_BASE + PAGE_SUBREQUESTS_PER_SUB_SHARD * subShards)));
+  return Math.min(BILL_STEP_CHARGES, pages * BILL_PAGE);
+}
 /** How long a run holds the subscriptions it leased: longer than a page takes, short enough that a crashed run's page is billed again within the hour. */
 export const LEASE_MS = 5 * 60_000;
 
@@ -84,10 +100,12 @@ function callerOf(merchant: { id: string; name: string; enhanced_bin_lookup: boo
  * pages of at most `page` (leased, charged and recorded one page at a time: a step's memory and
  * each D1 answer hold one page, whatever is due). Null when there is no such merchant.
  */
-export async function billDue(env: Env, merchantId: string, day: string, clock: Clock, maxCharges = BILL_STEP_CHARGES, page = BILL_PAGE): Promise<BillResult | null> {
+export async function billDue(env: Env, merchantId: string, day: string, clock: Clock, stepCharges?: number, page = BILL_PAGE): Promise<BillResult | null> {
   const merchant = await findMerchant(env.DB, merchantId);
   if (!merchant) return null;
-  const caller = callerOf(merchant, await readApiShards(env.DB, merchantId));
+  const apiShards = await readApiShards(env.DB, merchantId);
+  const caller = callerOf(merchant, apiShards);
+  const maxCharges = stepCharges ?? billStepCharges(shardsOn(apiShards, utcDay(clock())));
   const result: BillResult = { date: day, charged: 0, declined: 0, skipped: 0, completed: 0, finished: false };
   let attempted = 0;
   while (attempted < maxCharges) {
