@@ -8,9 +8,9 @@
  *
  * Spread over CARD_DECLINE_BUCKETS objects per merchant by the hash's first byte. The bound, at the
  * design volume (10 million attempts a day, 10% declined, every decline a different card or hour:
- * one row each): 1 million rows a day, 30 million in 30 days, 940,000 per bucket; about 120 bytes a
- * row measured in workerd (test/integration/capacity.test.ts), about 0.11 GB a bucket, under half
- * of the 5 GB goal by far (docs/capacity.md). Rows past 30 days are deleted by the object's daily
+ * one row each): 1 million rows a day, 30 million in 30 days, 937,500 per bucket; 96 bytes a row
+ * measured in workerd with its index (test/integration/capacity.test.ts), 0.09 GB a bucket, far
+ * under half of the 5 GB goal (docs/capacity.md). Rows past 30 days are deleted by the object's daily
  * alarm, SWEEP_ROWS a statement, going on at once while more are due.
  */
 import { DurableObject } from 'cloudflare:workers';
