@@ -39,6 +39,19 @@ function firstHour(now: number, windowMs: number): number {
   return Math.floor((now - windowMs) / HOUR_MS);
 }
 
+/**
+ * An object written by the version that kept a row per attempt (`declines`): folded into hours once
+ * (at most 30 days of one bucket's declines), its full-length hashes cut to the length kept now.
+ */
+export function foldAttemptRows(sql: SqlStorage): void {
+  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'declines'").toArray().length === 0) return;
+  sql.exec(
+    `INSERT INTO card_hours (card, hour, attempts, never)
+     SELECT substr(card, 1, 32), at / ${HOUR_MS}, COUNT(*), MAX(never) FROM declines GROUP BY 1, 2`,
+  );
+  sql.exec('DROP TABLE declines');
+}
+
 export class CardDeclines extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -49,15 +62,7 @@ export class CardDeclines extends DurableObject<Env> {
          PRIMARY KEY (card, hour)) WITHOUT ROWID`,
       );
       sql.exec('CREATE INDEX IF NOT EXISTS card_hours_hour ON card_hours (hour)');
-      // An object written by the version that kept a row per attempt: folded into hours once (at most
-      // 30 days of one bucket's declines), its full-length hashes cut to the length kept now.
-      if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'declines'").toArray().length > 0) {
-        sql.exec(
-          `INSERT INTO card_hours (card, hour, attempts, never)
-           SELECT substr(card, 1, 32), at / ${HOUR_MS}, COUNT(*), MAX(never) FROM declines GROUP BY 1, 2`,
-        );
-        sql.exec('DROP TABLE declines');
-      }
+      foldAttemptRows(sql);
     });
   }
 

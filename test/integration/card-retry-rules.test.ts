@@ -3,11 +3,13 @@
  * and a subscription's billing are refused before the processor, with the rule named.
  */
 import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, csv, parseResult, QUEUE_TEST_TIMEOUT, uploadOk, waitForStatus } from '../helpers/batch';
 import { created, customerWithCard, okData, recurring, type Subscription } from '../helpers/recurring';
 import { brokenRule, countsAsCardDecline } from '../../src/services/declines/card-guard';
+import { foldAttemptRows } from '../../src/durable-objects/card-declines';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
@@ -121,6 +123,22 @@ describe('the networks’ limits on retrying a declined card', () => {
     expect(refused.status).toBe(400);
     expect((await refused.json<Envelope>()).errors?.[0]?.msg).toContain('Mastercard allows at most 10 attempts');
     expect(await processorCharges(shop)).toBe(before);
+  });
+
+  it('declines kept a row per attempt by the version before are folded into hours and still count', async () => {
+    const bucket = env.CARD_DECLINES.getByName(`fold-${crypto.randomUUID()}:0`);
+    const now = Date.now();
+    const card = 'ab'.repeat(32);
+    await runInDurableObject(bucket, (_instance, state) => {
+      const sql = state.storage.sql;
+      sql.exec('CREATE TABLE declines (card TEXT NOT NULL, at INTEGER NOT NULL, never INTEGER NOT NULL)');
+      for (let i = 0; i < 12; i++) sql.exec('INSERT INTO declines (card, at, never) VALUES (?, ?, 0)', card, now - i * 60_000);
+      sql.exec('INSERT INTO declines (card, at, never) VALUES (?, ?, 1)', card, now - 2 * 86_400_000);
+      foldAttemptRows(sql);
+    });
+    const [counts] = await bucket.counts([card.slice(0, 32)], now);
+    expect(counts).toMatchObject({ never: true, last30d: 13 });
+    expect(counts?.last24h).toBeGreaterThanOrEqual(12);
   });
 
   it('which answers count toward the limits', () => {
