@@ -22,6 +22,7 @@ import { call, createMerchant, type Envelope } from '../helpers/api';
 import { clockAt, ledger } from '../helpers/claims';
 import { apiShardName, failShardWrites, shardEntries, shardRowCounts } from '../helpers/ledger';
 import { createEndpoint, receiver } from '../helpers/webhooks';
+import { address, receiptMerchant } from '../helpers/receipts';
 
 const SALE: TransactionInput = { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: '1000' };
 const TWO_MINUTES = 120_000;
@@ -140,8 +141,8 @@ describe('the sweep of abandoned API claims', () => {
     for (const row of charges.values()) expect(row.chargeCalls).toBe(1);
   });
 
-  it('a swept charge is announced as transaction_create and is searchable, like a charge its request recorded; a step that dies before announcing is made good by the next', async () => {
-    const shop = await createMerchant({ name: 'Sweep Event Shop' });
+  it('a swept charge is announced as transaction_create, searchable and its receipt queued, like a charge its request recorded; a step that dies before announcing is made good by the next', async () => {
+    const shop = await receiptMerchant('Sweep Event Shop');
     const caller = await authenticateKey(env, shop.secretKey);
     if (!caller) throw new Error('unknown key');
     const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
@@ -159,22 +160,24 @@ describe('the sweep of abandoned API claims', () => {
     const day = utcDay(at());
     const id = await apiTransactionId(shop.id, key, day);
     const heal = await failShardWrites(apiShardName(shop.id, day), 'INSERT', 'pages', `NEW.page = '${id}'`);
-    await expect(processTransactions(env, caller, [{ input: SALE, idempotencyKey: key }], { source: 'api', ipAddress: null }, at)).rejects.toThrow(/injected storage fault/);
+    const input = { ...SALE, email_receipt: 'true', email_address: address('swept') };
+    await expect(processTransactions(env, caller, [{ input, idempotencyKey: key }], { source: 'api', ipAddress: null }, at)).rejects.toThrow(/injected storage fault/);
     await heal();
 
     const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, day));
     // The alarm's step records the charge, then its send fails: the alarm is set again.
     await runDurableObjectAlarm(shard);
     expect(log.mock.calls.some(([line]) => String(line).includes('ledger_shard_alarm_failed') && String(line).includes('queue unavailable'))).toBe(true);
-    // Recorded by that step, but not yet announced.
+    // Recorded by that step. The claim is closed, so only the follow-ups it noted can announce it
+    // now: the next step (this call, or the alarm the receipt queued, whichever runs first).
     expect((await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).status).toBe(200);
-    expect(captured).toHaveLength(0);
-
     await shard.sweepClaims(new Date().toISOString());
     expect(captured).toHaveLength(1);
     expect(captured[0]).toMatchObject({ endpointId: endpoint.id, merchantId: shop.id, event: { id: `evt_${id}`, type: 'transaction_create', transaction_id: id } });
     const found = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { transaction_id: { operator: '=', value: id } } });
     expect((await found.json<{ total_count: number }>()).total_count).toBe(1);
+    const read = await call('GET', `/api/transaction/${id}`, { key: shop.secretKey });
+    expect((await read.json<Envelope<{ receipts: { kind: string }[] }>>()).data.receipts).toHaveLength(1);
     // Announced once: a later step has nothing left to follow up.
     await shard.sweepClaims(new Date().toISOString());
     expect(captured).toHaveLength(1);

@@ -87,6 +87,11 @@ function followUpTable(sql: SqlStorage): void {
   sql.exec('CREATE TABLE IF NOT EXISTS claim_followups (id TEXT PRIMARY KEY)');
 }
 
+/** Whether a sweep ever noted follow-ups here (reads create nothing: most shards never need the table). */
+function hasFollowUpTable(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'claim_followups'").toArray().length > 0;
+}
+
 export function markClaimFollowUps(sql: SqlStorage, ids: readonly string[]): void {
   followUpTable(sql);
   for (const id of ids) sql.exec('INSERT OR IGNORE INTO claim_followups (id) VALUES (?)', id);
@@ -94,11 +99,11 @@ export function markClaimFollowUps(sql: SqlStorage, ids: readonly string[]): voi
 
 /** At most `limit` transaction ids whose follow-ups are pending. */
 export function pendingClaimFollowUps(sql: SqlStorage, limit: number): string[] {
-  followUpTable(sql);
+  if (!hasFollowUpTable(sql)) return [];
   return sql.exec<{ id: string }>('SELECT id FROM claim_followups ORDER BY id LIMIT ?', limit).toArray().map((row) => row.id);
 }
 
 export function clearClaimFollowUps(sql: SqlStorage, ids: readonly string[]): void {
-  followUpTable(sql);
+  if (!hasFollowUpTable(sql)) return;
   for (const id of ids) sql.exec('DELETE FROM claim_followups WHERE id = ?', id);
 }
