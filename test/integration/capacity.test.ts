@@ -27,6 +27,8 @@ import { systemClock } from '../../src/lib/time';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
 import { HANDOFF_ENTRIES_PER_PIECE } from '../../src/storage/ledger-shard';
 import { DURABLE_OBJECTS, HALF } from '../../src/lib/platform-limits';
+import { DECLINE_MEMORY_MS } from '../../src/durable-objects/card-declines';
+import { CARD_DECLINE_BUCKETS } from '../../src/services/declines/card-guard';
 import { createMerchant, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, saleRows, uploadOk, waitForStatus } from '../helpers/batch';
 import { apiShardName, batchShardName } from '../helpers/ledger';
@@ -54,6 +56,8 @@ const DESIGN = {
 };
 
 type Stub = DurableObjectStub<undefined>;
+/** The share of attempts declined at the design volume (the issue's 10%, above the industry's few percent). */
+const CARD_DECLINE_RATE = 0.1;
 
 /**
  * The bytes an object's SQLite holds, row by row: the length of every value (text and blobs their
@@ -178,6 +182,36 @@ describe('capacity: bytes per unit × the design volume, under 5 GB per object',
     report['MerchantSettlement, per settled transaction'] = { perUnit: Math.round(perSettled * 100) / 100, projectedGb: 0 };
     hold('MerchantSettlement, a day of settlement (per transaction and per piece)', perDay, DESIGN.retentionDays);
   }, QUEUE_TEST_TIMEOUT * 3);
+
+  it('CardDeclines: a row per (card, hour), not per declined attempt; a bucket at 10 million attempts a day, 10% declined, kept 30 days', async () => {
+    const bucket = env.CARD_DECLINES.getByName(`capacity-${crypto.randomUUID()}:0`);
+    const now = Date.now();
+    let next = 0;
+    // Distinct cards (the worst case: every decline its own row), recorded as the engine does, a chunk's 500 a call.
+    const decline = async (count: number) => {
+      for (let i = 0; i < count; i += 500) {
+        const cards = Array.from({ length: Math.min(500, count - i) }, () => (next++).toString(16).padStart(32, '0'));
+        await bucket.record(cards.map((card) => ({ card, never: false })), now);
+      }
+      const file = await runInDurableObject(bucket, (_instance, state) => state.storage.sql.databaseSize);
+      return { rows: await size(bucket as unknown as Stub), file, units: next };
+    };
+    const small = await decline(1_000);
+    const large = await decline(11_000);
+    // Counted both ways: the rows' bytes, and the SQLite file (which holds the index's copy of each key).
+    const perDecline = Math.max(perUnit({ bytes: small.rows, units: small.units }, { bytes: large.rows, units: large.units }), perUnit({ bytes: small.file, units: small.units }, { bytes: large.file, units: large.units }));
+    const perBucket = (DESIGN.perDay * CARD_DECLINE_RATE * (DECLINE_MEMORY_MS / DAY)) / CARD_DECLINE_BUCKETS;
+    console.info(JSON.stringify({ capacity: { 'CardDeclines, bytes per declined attempt': perDecline, perBucket, projectedGb: (perDecline * perBucket) / GB } }));
+    hold('CardDeclines, per declined attempt (one bucket)', perDecline, perBucket);
+
+    // A card declined again and again in one hour adds to its row's count, not rows.
+    const card = 'f'.repeat(32);
+    await bucket.record([{ card, never: false }], now);
+    const once = await size(bucket as unknown as Stub);
+    for (let i = 0; i < 10; i++) await bucket.record(Array.from({ length: 100 }, () => ({ card, never: false })), now);
+    expect((await size(bucket as unknown as Stub)) - once).toBeLessThan(10);
+    expect(await bucket.counts([card], now)).toEqual([{ card, never: false, last24h: 1_001, last30d: 1_001 }]);
+  });
 
   it('the search directory, per day and shard it lists; an export object, whole', async () => {
     const shop = await createMerchant({ name: 'Capacity Directory Shop' });

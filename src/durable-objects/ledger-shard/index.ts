@@ -48,7 +48,7 @@ import { armReceipts, queueResendIn, rearmShardAlarm, receiptCountsIn, receiptSt
 import type { ReceiptEntry } from '../../storage/receipt-outbox';
 import { systemClock } from '../../lib/time';
 import { rearmAfterFailure } from '../../lib/alarm-guard';
-import { armNoLaterThan, CLAIM_SWEEP_GRACE_MS, claimSweepAt, isApiShard, sweepAbandonedClaims, type ClaimSweep } from './claim-sweep';
+import { armNoLaterThan, claimSweepAt, isApiShard, sweepClaimsStep, type ClaimSweep } from './claim-sweep';
 
 export { refundTransactionId } from './operations';
 
@@ -151,7 +151,8 @@ export class LedgerShard extends DurableObject<Env> {
       await this.#ensure(shard);
       const claimed = this.#claims.claim(shard, requests, createdAt);
       // An API claim left open by a crash is swept by the alarm (claim-sweep.ts).
-      if (claimed.length > 0 && isApiShard(shard.name)) await armNoLaterThan(this.ctx.storage, claimSweepAt(this.#claims.list(shard.merchantId)));
+      // The alarm is already due no later than any older claim's sweep, so this call's own time is enough.
+      if (claimed.length > 0 && isApiShard(shard.name)) await armNoLaterThan(this.ctx.storage, claimSweepAt(createdAt));
       return claimed;
     });
   }
@@ -195,20 +196,15 @@ export class LedgerShard extends DurableObject<Env> {
   }
 
   /**
-   * Settles the API claims abandoned by a crash between the charge and its record (claim-sweep.ts)
-   * at `now` (tests pass their own), and arms the alarm for the claims still open.
+   * One step of the sweep of API claims abandoned by a crash between the charge and its record
+   * (claim-sweep.ts) at `now` (tests pass their own); it arms the alarm for what is left.
    */
   async sweepClaims(now: string): Promise<ClaimSweep> {
     this.#upgrade();
     const meta = readMeta(this.ctx.storage.sql);
-    if (!meta || !isApiShard(meta.name)) return { completed: 0, released: 0, open: 0 };
-    const merchantId = meta.name.split('/')[0] ?? '';
-    const swept = await sweepAbandonedClaims(this.env, merchantId, this.#claims.list(merchantId), () => new Date(now));
-    const left = this.#claims.list(merchantId);
-    // Claims the processor could not be asked about are tried again a minute on; younger ones when they are due.
-    const at = claimSweepAt(left);
-    await armNoLaterThan(this.ctx.storage, at === null ? null : Math.max(at, Date.parse(now) + CLAIM_SWEEP_GRACE_MS));
-    return swept;
+    if (!meta || !isApiShard(meta.name)) return { completed: 0, released: 0, open: 0, more: false };
+    const identity = { ...meta, merchantId: meta.name.split('/')[0] ?? '' };
+    return sweepClaimsStep(this.env, this.#shard, identity, (key) => this.#claims.get(identity.merchantId, key), new Date(now));
   }
 
   // == the receipt outbox's RPC (services/receipts/shard.ts, outbox.ts) ==========

@@ -8,7 +8,10 @@
  * - Mastercard: at most 10 attempts in 24 hours and 35 in 30 days on a declined card.
  *
  * Counted per card at the merchant (stricter than Visa's card + amount + currency), from the card's
- * declined attempts of the last 30 days. Cards are kept by a keyed hash (HMAC with a key derived from
+ * declined attempts of the last 30 days. Only the issuer's declines count (`countsAsCardDecline`):
+ * the networks' rules are about asking an issuer again for a card it refused; a decline by the
+ * gateway's own rules (FluidPay's 3xx: gateway rules, a duplicate) or a processor error (4xx) never
+ * reached the issuer, and counting them would block a good card for a merchant's own resends. Cards are kept by a keyed hash (HMAC with a key derived from
  * CARD_DATA_KEY), never the number, in CARD_DECLINE_BUCKETS objects per merchant chosen by the hash
  * (durable-objects/card-declines.ts): one engine call asks each bucket its cards touch once, a 500-row
  * chunk at most 32 objects, under the chunk's subrequest budget.
@@ -29,7 +32,19 @@ type Env4Guard = Pick<Env, 'CARD_DATA_KEY' | 'CARD_DECLINES'>;
 
 async function cardHash(env: Env4Guard, number: string): Promise<string> {
   const key = await derivedHmacKey(env.CARD_DATA_KEY, 'card-declines');
-  return toHex(new Uint8Array(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(number))));
+  // 128 bits of the HMAC: no two cards of a merchant's 30 days meet by chance (about 3 × 10^7 cards,
+  // a collision near 10^-24), at half the bytes a row and index entry of the full 256.
+  return toHex(new Uint8Array(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(number)))).slice(0, 32);
+}
+
+/**
+ * Whether an answer counts toward the networks' limits: an issuer's decline, FluidPay's 2xx
+ * response codes (docs/recurring.md, "Which declines count"). Not a gateway decline (300 gateway
+ * rules, 301 duplicate, 310 rule engine), not an error (4xx), not an approval.
+ */
+export function countsAsCardDecline(record: Pick<TransactionRecord, 'response' | 'response_code'>): boolean {
+  const code = Number(record.response_code);
+  return record.response === 'declined' && code >= 200 && code < 300;
 }
 
 function bucketOf(hash: string): number {
@@ -93,9 +108,9 @@ export async function cardRefusals(env: Env4Guard, merchantId: string, charges: 
   return refusals;
 }
 
-/** Remembers the declined card attempts among these answers (30 days). */
+/** Remembers the issuer's declines among these answers (30 days). */
 export async function recordCardDeclines(env: Env4Guard, merchantId: string, answered: { charge: Charge; record: TransactionRecord | undefined }[], now: Date): Promise<void> {
-  const declined = answered.filter(({ charge, record }) => record?.response === 'declined' && cardOf(charge) !== null);
+  const declined = answered.filter(({ charge, record }) => record !== undefined && countsAsCardDecline(record) && cardOf(charge) !== null);
   if (declined.length === 0) return;
   const groups = await byBucket(env, declined, ({ charge }) => cardOf(charge));
   await Promise.all(

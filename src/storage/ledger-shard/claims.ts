@@ -51,3 +51,59 @@ export function updateClaim(sql: SqlStorage, id: number, entries: readonly Store
   if (entries.length === 0) sql.exec('DELETE FROM claims WHERE id = ?', id);
   else sql.exec('UPDATE claims SET entries = ? WHERE id = ?', JSON.stringify(entries.map(packRecord)), id);
 }
+
+/**
+ * One step of the abandoned-claims sweep: claim rows created at or before `before`, after row
+ * `afterId`, by id, at most `limit` (the caller's bound). Rows are in id order, so the scan starts at
+ * the cursor and ends after `limit` matches: a step reads a bounded part of the table however many
+ * claims are open.
+ */
+export function listClaimsPage(sql: SqlStorage, merchantId: string, afterId: number, before: string, limit: number): ClaimRow[] {
+  if (!hasTables(sql)) return [];
+  return sql
+    .exec<{ id: number; page: string; created_at: string; entries: string }>('SELECT * FROM claims WHERE id > ? AND created_at <= ? ORDER BY id LIMIT ?', afterId, before, limit)
+    .toArray()
+    .map((row) => ({
+      id: row.id,
+      page: row.page,
+      createdAt: row.created_at,
+      entries: (JSON.parse(row.entries) as PackedRecord[]).map((packed) => unpackRecord(merchantId, packed)),
+    }));
+}
+
+/** When the oldest open claim was made; null when none is open (one aggregate, no rows answered). */
+export function oldestClaimAt(sql: SqlStorage): string | null {
+  if (!hasTables(sql)) return null;
+  return sql.exec<{ at: string | null }>('SELECT MIN(created_at) AS at FROM claims').one().at;
+}
+
+/**
+ * Transactions the sweep is settling whose follow-ups (search index, `transaction_create`) are not
+ * known to be done: written before the processor is asked, cleared once the follow-ups ran, so a
+ * step that dies in between leaves them for the next step. One short row per claim being swept;
+ * the table is created on first use (older shards lack it) and emptied with the shard.
+ */
+function followUpTable(sql: SqlStorage): void {
+  sql.exec('CREATE TABLE IF NOT EXISTS claim_followups (id TEXT PRIMARY KEY)');
+}
+
+/** Whether a sweep ever noted follow-ups here (reads create nothing: most shards never need the table). */
+function hasFollowUpTable(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'claim_followups'").toArray().length > 0;
+}
+
+export function markClaimFollowUps(sql: SqlStorage, ids: readonly string[]): void {
+  followUpTable(sql);
+  for (const id of ids) sql.exec('INSERT OR IGNORE INTO claim_followups (id) VALUES (?)', id);
+}
+
+/** At most `limit` transaction ids whose follow-ups are pending. */
+export function pendingClaimFollowUps(sql: SqlStorage, limit: number): string[] {
+  if (!hasFollowUpTable(sql)) return [];
+  return sql.exec<{ id: string }>('SELECT id FROM claim_followups ORDER BY id LIMIT ?', limit).toArray().map((row) => row.id);
+}
+
+export function clearClaimFollowUps(sql: SqlStorage, ids: readonly string[]): void {
+  if (!hasFollowUpTable(sql)) return;
+  for (const id of ids) sql.exec('DELETE FROM claim_followups WHERE id = ?', id);
+}

@@ -46,6 +46,8 @@ export const CARD_TRIGGERS: ReadonlyMap<string, Decline> = new Map([
   ['4000000000009045', { code: 253, processorCode: '04', text: 'PICK UP CARD' }],
   ['4000000000009052', { code: 254, processorCode: '46', text: 'CLOSED ACCOUNT' }],
   ['5105100000009903', { code: 255, processorCode: '05', text: 'DO NOT HONOR, MAC 03 DO NOT TRY AGAIN' }],
+  // A Mastercard issuer decline that may be retried (within Mastercard's limits).
+  ['5105100000009911', { code: 201, processorCode: '05', text: 'DO NOT HONOR' }],
 ]);
 
 /** ACH account numbers the bank returns (NACHA return codes in processor_response_code). */
