@@ -132,7 +132,10 @@ describe('the sweep of abandoned API claims', () => {
       .filter((line) => line.event === 'abandoned_claims_swept');
     expect(steps.length).toBeGreaterThanOrEqual(3);
     for (const step of steps) expect(step.completed).toBeLessThanOrEqual(CLAIMS_PER_SWEEP);
-    expect(steps.reduce((sum, step) => sum + (step.completed ?? 0), 0)).toBe(count);
+    // The runtime may also run an alarm set for now on its own (and cancel it when the test's own
+    // run replaces it), so the logged steps may not cover every claim: no claim is counted twice,
+    // and the records below show every claim settled.
+    expect(steps.reduce((sum, step) => sum + (step.completed ?? 0), 0)).toBeLessThanOrEqual(count);
     const recorded = [...(await shardEntries(name)).values()];
     expect(recorded.filter((stored) => stored.record.status === 'pending_settlement')).toHaveLength(count);
     // Each was charged once, and only looked up after.
