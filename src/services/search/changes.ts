@@ -12,7 +12,7 @@ import { getTransaction } from '../transactions/engine';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { indexUnits, keyHash, registerShardDays, shardOfId } from './indexer';
 import { KEY_REFS_MAX, SETTLED_IDS_PER_CALL } from './limits';
-import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
+import { searchDay, searchDirectory, searchKeys, searchPartOf, weekOf } from './names';
 
 /**
  * After a capture, void or refund answered (the operation's hook): the transaction as it is now and
@@ -36,12 +36,12 @@ export async function indexOperation(
   if (current.ok) {
     const day = String(current.record.created_at).slice(0, 10);
     await registerShardDays(env, merchantId, [{ shard, day }]);
-    const changed = await searchDay(env, merchantId, day).change({ merchantId, day }, [
+    const changed = await searchDay(env, merchantId, day, searchPartOf(shard)).change({ merchantId, day }, [
       { id: transactionId, shard, record: current.record, amountRefunded: current.amountRefunded },
     ]);
     if (typeof changed !== 'number') throw new Error(`search day ${day} could not be written: ${changed.failed}`);
     // A capture may set the order_id (FluidPay's capture fields): the week object must list it.
-    if (answered.id === transactionId && answered.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day);
+    if (answered.id === transactionId && answered.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day, searchPartOf(shard));
   }
   if (answered.type === 'refund' && answered.id !== transactionId) {
     // A refund is a transaction of its own, made now: a unit in today's day object.
@@ -81,7 +81,7 @@ export async function indexSettlement(
     days.map(async (day) => {
       let found = 0;
       for (let i = 0; i < ids.length; i += SETTLED_IDS_PER_CALL) {
-        const answer = await searchDay(env, merchantId, day).settled(shard, ids.slice(i, i + SETTLED_IDS_PER_CALL), batchDate, settledAt);
+        const answer = await searchDay(env, merchantId, day, searchPartOf(shard)).settled(shard, ids.slice(i, i + SETTLED_IDS_PER_CALL), batchDate, settledAt);
         if (typeof answer !== 'number') throw new Error(`search day ${day} could not be written: ${answer.failed}`);
         found += answer;
       }
@@ -103,13 +103,13 @@ export async function indexSettlement(
  * (`truncated`) is searched over the window's days anyway. The reference the record no longer has
  * stays, and the day object's current record filters it out.
  */
-async function referenceOrderId(env: Env, merchantId: string, record: TransactionRecord, day: string): Promise<void> {
+async function referenceOrderId(env: Env, merchantId: string, record: TransactionRecord, day: string, part: number): Promise<void> {
   const value = record.order_id;
   if (typeof value !== 'string' || value === '') return;
   const week = weekOf(day);
   const at = Date.parse(String(record.created_at));
   const hash = keyHash('order_id', value);
-  const keys = searchKeys(env, merchantId, week);
+  const keys = searchKeys(env, merchantId, week, part);
   const listed = await keys.lookup(hash, KEY_REFS_MAX);
   if (listed.truncated || listed.ats.some((t) => Date.parse(t) === at)) return;
   const done = await keys.add({ merchantId, week }, [{ hash, at: String(record.created_at) }]);
@@ -121,7 +121,7 @@ async function indexHeld(env: Env, merchantId: string, shard: string, days: read
   await Promise.all(
     days.map(async (day) => {
       for (let i = 0; i < held.length; i += SETTLED_IDS_PER_CALL) {
-        const answer = await searchDay(env, merchantId, day).held(shard, held.slice(i, i + SETTLED_IDS_PER_CALL));
+        const answer = await searchDay(env, merchantId, day, searchPartOf(shard)).held(shard, held.slice(i, i + SETTLED_IDS_PER_CALL));
         if (typeof answer !== 'number') throw new Error(`search day ${day} could not be written: ${answer.failed}`);
       }
     }),
