@@ -14,9 +14,8 @@ import { utcDay } from '../transactions/ledger';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
 import { recordView } from '../fluidpay/record';
 import type { TransactionRecordView } from '../../schemas/transaction-response';
-import { shardOfId } from './indexer';
 import { DAY_CONCURRENCY, DAY_READ_MIN, DAY_WAVE, MAX_SEARCH_PARTS, SCAN_BUDGET_RECORDS, SEARCH_ROWS_READ_MAX } from './limits';
-import { searchDay, searchPartOf } from './names';
+import { searchDay } from './names';
 import { planDays, type DayPlan } from './plan';
 import type { SearchWindow } from './request';
 
@@ -63,7 +62,7 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
   // What this search may still read, shared out among the day objects asked together.
   let left = input.readMax ?? SEARCH_ROWS_READ_MAX;
   const share = (objects: number) => Math.min(SCAN_BUDGET_RECORDS, Math.floor(left / Math.max(1, objects)));
-  const scanPart = async (day: string, part: number, restrict: Restriction, want: number, count: boolean, budget: number): Promise<DayScanAnswer> => {
+  const scanPart = async (day: string, part: number, restrict: Restriction, want: number, count: boolean, budget: number): Promise<PartScanAnswer> => {
     const answer = await searchDay(env, merchantId, day, part).scan({
       from: maxIso(input.window.from, `${day}T00:00:00.000Z`),
       to: minIso(windowTo, new Date(Date.parse(`${day}T00:00:00.000Z`) + DAY_MS).toISOString()),
@@ -76,10 +75,11 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
       expiredBefore,
     });
     if ('failed' in answer) throw new Error(`search day ${day} part ${part} could not be read: ${answer.failed}`);
-    return answer;
+    // Each position keeps the part that answered it: the page's records are read there.
+    return { ...answer, positions: answer.positions.map((p) => ({ at: p.at, id: p.id, part })) };
   };
   // A day's answer: every part asked at once (at most SEARCH_PARTS), their answers merged.
-  const scan = async (p: DayPlan, want: number, count: boolean, budget: number): Promise<DayScanAnswer> =>
+  const scan = async (p: DayPlan, want: number, count: boolean, budget: number): Promise<PartScanAnswer> =>
     mergeParts(await Promise.all(p.parts.map((part) => scanPart(p.day, part.part, part.restrict, want, count, budget))));
   // The next days from `from`: at most `days` of them and DAY_CONCURRENCY objects (one day at least).
   const nextDays = (from: number, days: number): DayPlan[] => {
@@ -96,7 +96,7 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
 
   // One more than the page, to know whether another follows.
   const need = input.offset + input.limit + 1;
-  const positions: Position[] = [];
+  const positions: PartPosition[] = [];
   let stopped: Position | null = null;
   let total = 0;
   let exact = !capped;
@@ -141,7 +141,8 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
   const page = positions.slice(input.offset, input.offset + input.limit);
   const records = await pageRecords(env, merchantId, page, expiredBefore);
   let next: Position | null = null;
-  if (positions.length > input.offset + input.limit) next = page.at(-1) ?? null;
+  const last = page.at(-1);
+  if (positions.length > input.offset + input.limit) next = last ? { at: last.at, id: last.id } : null;
   else if (stopped !== null) next = stopped;
   // The rows this search may read ran out before the page filled: the next page starts below the days read.
   else if (outOfRows) next = { at: `${plan[asked - 1]?.day ?? fromDay}T00:00:00.000Z`, id: '' };
@@ -149,6 +150,10 @@ export async function runSearch(env: Env, merchantId: string, input: SearchInput
   else if (capped) next = { at: `${plan.at(-1)?.day ?? fromDay}T00:00:00.000Z`, id: '' };
   return { records, totalCount: total, exact, next };
 }
+
+/** A position and the part of its day's index that holds it. */
+type PartPosition = Position & { part: number };
+type PartScanAnswer = Omit<DayScanAnswer, 'positions'> & { positions: PartPosition[] };
 
 /** The search order: newer first, then the greater id first (as a day object answers its positions). */
 function searchOrder(a: Position, b: Position): number {
@@ -163,11 +168,11 @@ function searchOrder(a: Position, b: Position): number {
  * older: the day is certain only down to the latest such time, so positions older than it are left
  * for the next page (which resumes below that time in every part) and the day says it stopped there.
  */
-export function mergeParts(answers: readonly DayScanAnswer[]): DayScanAnswer {
-  if (answers.length === 1) return answers[0] as DayScanAnswer;
+export function mergeParts<T extends Position>(answers: readonly (Omit<DayScanAnswer, 'positions'> & { positions: T[] })[]): Omit<DayScanAnswer, 'positions'> & { positions: T[] } {
+  if (answers.length === 1) return answers[0] as Omit<DayScanAnswer, 'positions'> & { positions: T[] };
   let stoppedAt: string | null = null;
   for (const answer of answers) if (answer.stoppedAt !== null && (stoppedAt === null || answer.stoppedAt > stoppedAt)) stoppedAt = answer.stoppedAt;
-  const certain = (p: Position) => stoppedAt === null || p.at >= stoppedAt;
+  const certain = (p: T) => stoppedAt === null || p.at >= stoppedAt;
   return {
     positions: answers.flatMap((a) => a.positions.filter(certain)).sort(searchOrder),
     count: answers.reduce((n, a) => n + a.count, 0),
@@ -177,15 +182,13 @@ export function mergeParts(answers: readonly DayScanAnswer[]): DayScanAnswer {
   };
 }
 
-/** The records at the page's positions, as they are now, in the page's order: one call per day object (the id names its part). */
-async function pageRecords(env: Env, merchantId: string, page: readonly Position[], expiredBefore: string): Promise<TransactionRecordView[]> {
+/** The records at the page's positions, as they are now, in the page's order: one call per day object holding any (at most the page's 100). */
+async function pageRecords(env: Env, merchantId: string, page: readonly PartPosition[], expiredBefore: string): Promise<TransactionRecordView[]> {
   const byObject = new Map<string, { day: string; part: number; positions: Position[] }>();
-  for (const p of page) {
-    const day = p.at.slice(0, 10);
-    const shard = shardOfId(merchantId, p.id);
-    const part = shard === null ? 0 : searchPartOf(shard);
+  for (const { at, id, part } of page) {
+    const day = at.slice(0, 10);
     const group = byObject.get(`${day}/${part}`) ?? { day, part, positions: [] };
-    group.positions.push(p);
+    group.positions.push({ at, id });
     byObject.set(`${day}/${part}`, group);
   }
   const found = new Map<string, TransactionRecordView>();
