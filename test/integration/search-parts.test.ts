@@ -149,6 +149,25 @@ describe('a day of several files in several parts of the index', () => {
   });
 });
 
+describe('an index written before the split', () => {
+  it('is read: a directory of an older build lists its days in part 0, from its first read', async () => {
+    const shop = await createMerchant({ name: 'Parts Upgrade Shop' });
+    const caller = await callerOf(shop);
+    const [sale] = await processTransactions(env, caller, [{ input: { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: '1234', order_id: 'old1' }, idempotencyKey: crypto.randomUUID() }], { source: 'api', ipAddress: null }, () => new Date(`${DAY}T07:00:00.000Z`));
+    if (!sale?.ok) throw new Error('sale failed');
+    // As an older build left it: no table of parts, its schema one step behind.
+    await runInDurableObject(searchDirectory(env, shop.id), (_i, state) => {
+      state.storage.sql.exec('DROP TABLE day_parts');
+      state.storage.sql.exec('UPDATE meta SET schema_version = schema_version - 1');
+    });
+    const at = `${DAY}T12:00:00.000Z`;
+    const window = { created_at: { start_date: `${DAY}T00:00:00Z` } };
+    expect((await searchAt(shop.id, window, at)).data.map((r) => r.id)).toEqual([String(sale.record.id)]);
+    expect((await searchAt(shop.id, { ...window, order_id: eq('old1') }, at)).data.map((r) => r.id)).toEqual([String(sale.record.id)]);
+    expect(await searchDirectory(env, shop.id).dayParts(DAY, DAY)).toEqual([{ day: DAY, parts: [0] }]);
+  });
+});
+
 describe('an API day in sub-shards (shard names as the sub-shards make them)', () => {
   it("writes each sub-shard's units and references to its own part; window and order_id searches find them", async () => {
     const shop = await createMerchant({ name: 'Parts Subshard Shop' });
