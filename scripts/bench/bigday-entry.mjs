@@ -12,7 +12,7 @@ import {
   SearchKeys as ServiceSearchKeys,
 } from '../../src/index.ts';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox.ts';
-import { searchDayName, searchKeysName } from '../../src/services/search/names.ts';
+import { SEARCH_PARTS, searchDayName, searchKeysName } from '../../src/services/search/names.ts';
 
 export * from './largest-entry.mjs';
 export { LedgerShard };
@@ -35,10 +35,13 @@ async function sizes({ merchantId, processorId, days, weeks, shards }, env) {
   out[`MerchantSettlement ${merchantId}`] = await env.MERCHANT_SETTLEMENT.getByName(merchantId).benchSize();
   out[`SearchDirectory ${merchantId}`] = await env.SEARCH_DIRECTORY.getByName(merchantId).benchSize();
   for (const day of days) {
-    out[`SearchDay ${day}`] = await env.SEARCH_DAY.getByName(searchDayName(merchantId, day)).benchSize();
+    // Each part of the day's index is an object of its own (services/search/names.ts): each sized.
+    for (let part = 0; part < SEARCH_PARTS; part++) out[`SearchDay ${day}${part === 0 ? '' : `/${part}`}`] = await env.SEARCH_DAY.getByName(searchDayName(merchantId, day, part)).benchSize();
     out[`SandboxAcquirer ${day}`] = await env.SANDBOX_ACQUIRER.getByName(sandboxAcquirerName(processorId, day)).benchSize();
   }
-  for (const week of weeks) out[`SearchKeys ${week}`] = await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).benchSize();
+  for (const week of weeks) {
+    for (let part = 0; part < SEARCH_PARTS; part++) out[`SearchKeys ${week}${part === 0 ? '' : `/${part}`}`] = await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week, part)).benchSize();
+  }
   for (const shard of shards) out[`LedgerShard ${shard}`] = (await env.LEDGER_SHARD.getByName(shard).benchInfo()).bytes;
   return out;
 }

@@ -27,7 +27,7 @@ import worker, {
   TransactionExport as ServiceTransactionExport,
 } from '../../src/index.ts';
 import { authenticateKey } from '../../src/services/merchants.ts';
-import { searchDayName, searchKeysName, weekOf } from '../../src/services/search/names.ts';
+import { searchDayName, searchKeysName, searchPartOf, weekOf } from '../../src/services/search/names.ts';
 import { processTransactions } from '../../src/services/recorded.ts';
 import { retentionDays, shardFor } from '../../src/services/transactions/ledger.ts';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry.ts';
@@ -456,19 +456,20 @@ async function benchRetention(request, env) {
   return Response.json({ archived, forgotten, search });
 }
 
-/** A shard's search day and week objects: their size held, then their retention run as their alarms will. */
+/** A shard's search day and week objects (its part of each): their size held, then their retention run as their alarms will. */
 async function searchRetention(env, merchantId, shardName) {
   const metered = wrapEnv(env);
+  const part = searchPartOf(shardName);
   const days = await env.SEARCH_DIRECTORY.getByName(merchantId).shardDays(shardName);
   const dayMs = 86_400_000;
   const later = (day, extraDays) => new Date(Date.parse(`${day}T00:00:00.000Z`) + (retentionDays(env) + extraDays) * dayMs).toISOString();
   for (const day of days) {
-    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_DAY.getByName(searchDayName(merchantId, day)).benchDatabaseSize();
-    await metered.SEARCH_DAY.getByName(searchDayName(merchantId, day)).runRetention(later(day, 1));
+    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_DAY.getByName(searchDayName(merchantId, day, part)).benchDatabaseSize();
+    await metered.SEARCH_DAY.getByName(searchDayName(merchantId, day, part)).runRetention(later(day, 1));
   }
   for (const week of new Set(days.map(weekOf))) {
-    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).benchDatabaseSize();
-    await metered.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).upkeep(later(week, 8));
+    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week, part)).benchDatabaseSize();
+    await metered.SEARCH_KEYS.getByName(searchKeysName(merchantId, week, part)).upkeep(later(week, 8));
   }
   return { days };
 }
