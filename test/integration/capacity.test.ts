@@ -222,7 +222,7 @@ describe('capacity: bytes per unit × the design volume, under 5 GB per object',
     const day = async (offset: number, count: number) => {
       const at = base + offset * DAY;
       const before = await size(week);
-      const requests = Array.from({ length: count }, (_, i) => ({ input: { transaction_type: 'sale' as const, cc_number: VISA, cc_expiration: '12/30', amount: String(1000 + i), order_id: `part${offset}-${i}`, customer_id: `cus${offset}-${i}` }, idempotencyKey: crypto.randomUUID() }));
+      const requests = Array.from({ length: count }, (_, i) => ({ input: { transaction_type: 'sale' as const, cc_number: VISA, cc_expiration: '12/30', amount: String(1000 + i), order_id: `p${offset}x${i}`, customer_id: `c${offset}x${i}` }, idempotencyKey: crypto.randomUUID() }));
       const outcomes = await processTransactions(env, caller, requests, { source: 'api', ipAddress: null }, () => new Date(at));
       expect(outcomes.every((o) => o.ok)).toBe(true);
       // The week object's alarm folds its fresh rows into runs of 12-byte entries: run it here.
