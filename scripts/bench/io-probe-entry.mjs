@@ -459,8 +459,9 @@ async function benchRetention(request, env) {
 /** A shard's search day and week objects (its part of each): their size held, then their retention run as their alarms will. */
 async function searchRetention(env, merchantId, shardName) {
   const metered = wrapEnv(env);
-  const part = searchPartOf(shardName);
-  const days = await env.SEARCH_DIRECTORY.getByName(merchantId).shardDays(shardName);
+  const placed = await env.SEARCH_DIRECTORY.getByName(merchantId).shardDayParts(shardName);
+  const days = placed.map((d) => d.day);
+  const part = placed[0]?.part ?? searchPartOf(shardName);
   const dayMs = 86_400_000;
   const later = (day, extraDays) => new Date(Date.parse(`${day}T00:00:00.000Z`) + (retentionDays(env) + extraDays) * dayMs).toISOString();
   for (const day of days) {

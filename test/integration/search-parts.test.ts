@@ -14,12 +14,13 @@ import { indexUnits } from '../../src/services/search/indexer';
 import { SEARCH_PARTS, searchDay, searchDirectory, searchKeys, searchPartOf, weekOf } from '../../src/services/search/names';
 import { startExport, transactionExport } from '../../src/services/search/exports';
 import { mergeParts } from '../../src/services/search/query';
+import { unitRow } from '../../src/services/search/unit-rows';
 import { searchTransactions } from '../../src/services/search/search';
 import { processTransactions } from '../../src/services/recorded';
 import { settleMerchantNow } from '../../src/services/settlement/runs';
 import { transactionSearchSchema } from '../../src/schemas/transaction-search';
 import type { TransactionRecord } from '../../src/schemas/transaction-columns';
-import { batchTransactionId, ledgerShardName } from '../../src/services/transactions/ledger';
+import { batchTransactionId, chunkPage, ledgerShardName } from '../../src/services/transactions/ledger';
 import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, csv, uploadOk, waitForStatus } from '../helpers/batch';
 import { templateRecord } from '../helpers/shard-seed';
@@ -149,22 +150,65 @@ describe('a day of several files in several parts of the index', () => {
   });
 });
 
+/** The merchant's directory as the build before the split left it: no parts, its schema one step behind. */
+async function asOlderBuild(merchantId: string): Promise<void> {
+  await runInDurableObject(searchDirectory(env, merchantId), (_i, state) => {
+    state.storage.sql.exec('DROP TABLE day_parts');
+    state.storage.sql.exec('ALTER TABLE shard_days DROP COLUMN legacy');
+    state.storage.sql.exec('UPDATE meta SET schema_version = schema_version - 1');
+  });
+}
+
 describe('an index written before the split', () => {
   it('is read: a directory of an older build lists its days in part 0, from its first read', async () => {
     const shop = await createMerchant({ name: 'Parts Upgrade Shop' });
     const caller = await callerOf(shop);
     const [sale] = await processTransactions(env, caller, [{ input: { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: '1234', order_id: 'old1' }, idempotencyKey: crypto.randomUUID() }], { source: 'api', ipAddress: null }, () => new Date(`${DAY}T07:00:00.000Z`));
     if (!sale?.ok) throw new Error('sale failed');
-    // As an older build left it: no table of parts, its schema one step behind.
-    await runInDurableObject(searchDirectory(env, shop.id), (_i, state) => {
-      state.storage.sql.exec('DROP TABLE day_parts');
-      state.storage.sql.exec('UPDATE meta SET schema_version = schema_version - 1');
-    });
+    await asOlderBuild(shop.id);
     const at = `${DAY}T12:00:00.000Z`;
     const window = { created_at: { start_date: `${DAY}T00:00:00Z` } };
     expect((await searchAt(shop.id, window, at)).data.map((r) => r.id)).toEqual([String(sale.record.id)]);
     expect((await searchAt(shop.id, { ...window, order_id: eq('old1') }, at)).data.map((r) => r.id)).toEqual([String(sale.record.id)]);
     expect(await searchDirectory(env, shop.id).dayParts(DAY, DAY)).toEqual([{ day: DAY, parts: [0] }]);
+  });
+});
+
+describe('a file indexed before the split, running on after it', () => {
+  it('keeps its later chunks, its settlement marks and its batch_id search in part 0, where its first chunk is', async () => {
+    const shop = await createMerchant({ name: 'Parts Legacy Batch Shop' });
+    const caller = await callerOf(shop);
+    const batchId = batchIdInPart(shop.id, 3, 'lg');
+    const shard = ledgerShardName({ kind: 'batch', merchantId: shop.id, batchId });
+    const template = await templateRecord(caller, new Date(`${DAY}T08:00:00.000Z`), { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: '1000' });
+    // The first chunk as the older build indexed it: in the day's one object (part 0), its shard listed.
+    const at = `${DAY}T09:00:00.000Z`;
+    const records = [2, 3, 4, 5, 6].map((line) => ({ ...template.record, id: batchTransactionId(batchId, at, line), idempotency_key: `${batchId}:${line}`, transaction_source: 'batch', created_at: at }) as TransactionRecord);
+    expect(await searchDay(env, shop.id, DAY, 0).add({ merchantId: shop.id, day: DAY }, [await unitRow({ shard, page: chunkPage(2), at, records })])).toBe(1);
+    expect(await searchDirectory(env, shop.id).addShards(shop.id, [{ shard, day: DAY }])).toEqual({ parts: [3] });
+    await asOlderBuild(shop.id);
+
+    // The next chunk, after the split: written where the first one is.
+    const later = `${DAY}T09:05:00.000Z`;
+    const outcomes = await processTransactions(
+      env,
+      caller,
+      [7, 8, 9, 10, 11].map((line) => ({ input: { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: String(1000 + line) }, idempotencyKey: `${batchId}:${line}`, line })),
+      { source: 'batch', ipAddress: null, batchId, batchCreatedAt: at, chunkFirstLine: 7 },
+      () => new Date(later),
+    );
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    expect(await unitsIn(searchDay(env, shop.id, DAY, 3))).toBe(0);
+    expect(await unitsIn(searchDay(env, shop.id, DAY, 0))).toBe(3);
+    const now = `${DAY}T12:00:00.000Z`;
+    const byBatch = await searchAt(shop.id, { batch_id: eq(batchId) }, now);
+    expect(byBatch.total_count).toBe(10);
+
+    // Settled where its units are: the ledger's five (the first chunk was only ever in the index here).
+    const run = await settleMerchantNow(env, shop.id, () => new Date(`${DAY}T23:00:00.000Z`));
+    expect(run.finished).toBe(true);
+    const settled = await searchAt(shop.id, { batch_id: eq(batchId), status: eq('settled') }, `${DAY}T23:30:00.000Z`);
+    expect(settled.data.map((r) => r.id).sort()).toEqual(outcomes.map((o) => (o.ok ? String(o.record.id) : '')).sort());
   });
 });
 

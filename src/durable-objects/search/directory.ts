@@ -23,6 +23,7 @@ import {
   settledDayParts,
   settledDays,
   shardDays,
+  shardDaysWithLegacy,
   type DayParts,
 } from '../../storage/search/directory';
 
@@ -51,14 +52,17 @@ export class SearchDirectory extends DurableObject<Env> {
     if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
   }
 
-  /** Records where units of these shards are, and the part of each day's index they go to (idempotent). */
-  async addShards(merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<true | DirectoryFailure> {
+  /**
+   * Records where units of these shards are, and answers the part of each day's index each pair's
+   * writes go to (idempotent): its shard's part, or part 0 for a pair listed before the split.
+   */
+  async addShards(merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<{ parts: number[] } | DirectoryFailure> {
     try {
       await this.#ensure(merchantId);
       const parted = pairs.map((pair) => ({ ...pair, part: searchPartOf(pair.shard) }));
-      this.ctx.storage.transactionSync(() => addShardDays(this.ctx.storage.sql, parted));
+      const parts = this.ctx.storage.transactionSync(() => addShardDays(this.ctx.storage.sql, parted));
       await this.#arm();
-      return true;
+      return { parts };
     } catch (err) {
       return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
     }
@@ -90,6 +94,13 @@ export class SearchDirectory extends DurableObject<Env> {
   async settledDayParts(settledOn: string): Promise<DayParts[]> {
     this.#upgraded();
     return settledDayParts(this.ctx.storage.sql, settledOn);
+  }
+
+  /** The days a ledger shard's units are in, newest first, with the part of the day's index holding them. */
+  async shardDayParts(shard: string): Promise<{ day: string; part: number }[]> {
+    this.#upgraded();
+    const part = searchPartOf(shard);
+    return shardDaysWithLegacy(this.ctx.storage.sql, shard).map((d) => ({ day: d.day, part: d.legacy ? 0 : part }));
   }
 
   /** The days a ledger shard's units are in, newest first. */

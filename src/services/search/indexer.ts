@@ -19,8 +19,11 @@ import { chunkPage, ledgerShardName, parseTransactionId } from '../transactions/
 import { searchDay, searchDirectory, searchKeys, searchPartOf, weekOf } from './names';
 import { unitRow } from './unit-rows';
 
-/** (merchant, shard, day) pairs this isolate knows the directory holds: one directory call per shard and day, not per chunk. */
-const registered = new MemoryCache<true>(10_000);
+/**
+ * (merchant, shard, day) pairs this isolate knows the directory holds, with the part of the day's
+ * index their writes go to: one directory call per shard and day, not per chunk.
+ */
+const registered = new MemoryCache<number>(10_000);
 
 /** The value a reference index entry stands for: the field's letter and the value. */
 export function keyHash(field: 'order_id' | 'customer_id', value: string): number {
@@ -69,7 +72,7 @@ export async function indexOutcomes(
  */
 export async function indexUnits(env: Env, merchantId: string, units: readonly UnitInput[]): Promise<void> {
   if (units.length === 0) return;
-  await registerShardDays(
+  const partOf = await registerShardDays(
     env,
     merchantId,
     units.map((u) => ({ shard: u.shard, day: u.at.slice(0, 10) })),
@@ -77,7 +80,7 @@ export async function indexUnits(env: Env, merchantId: string, units: readonly U
   const byDayPart = new Map<string, { day: string; part: number; units: UnitInput[] }>();
   for (const unit of units) {
     const day = unit.at.slice(0, 10);
-    const part = searchPartOf(unit.shard);
+    const part = partOf(unit.shard, day);
     const group = byDayPart.get(`${day}/${part}`) ?? { day, part, units: [] };
     group.units.push(unit);
     byDayPart.set(`${day}/${part}`, group);
@@ -99,17 +102,31 @@ export async function indexUnits(env: Env, merchantId: string, units: readonly U
   );
 }
 
-/** Makes sure the directory lists these shards on these days (cached per isolate). */
-export async function registerShardDays(env: Env, merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<void> {
+/**
+ * Makes sure the directory lists these shards on these days (cached per isolate), and answers the
+ * part of the day's index each pair's writes go to (`searchPartOf`, or part 0 for a pair the
+ * directory listed before the index was split).
+ */
+export async function registerShardDays(env: Env, merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<(shard: string, day: string) => number> {
+  const keyOf = (shard: string, day: string) => `${merchantId}\n${shard}\n${day}`;
+  const parts = new Map<string, number>();
   const unknown = new Map<string, { shard: string; day: string }>();
   for (const pair of pairs) {
-    const key = `${merchantId}\n${pair.shard}\n${pair.day}`;
-    if (registered.get(key) === undefined) unknown.set(key, pair);
+    const key = keyOf(pair.shard, pair.day);
+    const known = registered.get(key);
+    if (known === undefined) unknown.set(key, pair);
+    else parts.set(key, known);
   }
-  if (unknown.size === 0) return;
-  const done = await searchDirectory(env, merchantId).addShards(merchantId, [...unknown.values()]);
-  if (done !== true) throw new Error(`search directory could not be written: ${done.failed}`);
-  for (const key of unknown.keys()) registered.set(key, true);
+  if (unknown.size > 0) {
+    const done = await searchDirectory(env, merchantId).addShards(merchantId, [...unknown.values()]);
+    if ('failed' in done) throw new Error(`search directory could not be written: ${done.failed}`);
+    [...unknown.keys()].forEach((key, i) => {
+      const part = done.parts[i] ?? 0;
+      registered.set(key, part);
+      parts.set(key, part);
+    });
+  }
+  return (shard, day) => parts.get(keyOf(shard, day)) ?? searchPartOf(shard);
 }
 
 /** The order_id and customer_id references of new units of one part, one call to that part's week object. */

@@ -12,7 +12,7 @@ import type { locateTransaction } from '../transactions/engine';
 import { locateMany } from '../transactions/locate-many';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
 import { indexUnits, registerShardDays, shardOfId } from './indexer';
-import { searchDay, searchPartOf } from './names';
+import { searchDay } from './names';
 
 export interface CurrentTransaction {
   record: TransactionRecord;
@@ -71,17 +71,21 @@ export async function indexOperations(
   // One change call per day object: a transaction's day, in its shard's part.
   const byDay = new Map<string, { day: string; part: number; changes: { id: string; shard: string; record: TransactionRecord; amountRefunded: number }[] }>();
   const pairs: { shard: string; day: string }[] = [];
+  const located: { id: string; shard: string; day: string; now: CurrentTransaction }[] = [];
   for (const [id, now] of current) {
     const shard = shardOfId(caller.merchantId, id);
     if (shard === null) continue;
     const day = String(now.record.created_at).slice(0, 10);
     pairs.push({ shard, day });
-    const part = searchPartOf(shard);
+    located.push({ id, shard, day, now });
+  }
+  const partOf = await registerShardDays(env, caller.merchantId, pairs);
+  for (const { id, shard, day, now } of located) {
+    const part = partOf(shard, day);
     const group = byDay.get(`${day}/${part}`) ?? { day, part, changes: [] };
     group.changes.push({ id, shard, record: now.record, amountRefunded: now.amountRefunded });
     byDay.set(`${day}/${part}`, group);
   }
-  await registerShardDays(env, caller.merchantId, pairs);
   await Promise.all(
     [...byDay.values()].map(async ({ day, part, changes }) => {
       const written = await searchDay(env, caller.merchantId, day, part).change({ merchantId: caller.merchantId, day }, changes);

@@ -11,7 +11,7 @@ import type { DayParts } from '../../storage/search/directory';
 import { ledgerShardName } from '../transactions/ledger';
 import { keyHash, shardOfId } from './indexer';
 import { KEY_REFS_MAX, WEEK_PARTS_AT_MOST } from './limits';
-import { searchDirectory, searchKeys, searchPartOf, weekOf } from './names';
+import { searchDirectory, searchKeys, weekOf } from './names';
 
 const WEEK_CONCURRENCY = 16;
 
@@ -43,15 +43,13 @@ export async function planDays(env: Env, merchantId: string, conditions: readonl
   if (id !== undefined) {
     const shard = shardOfId(merchantId, id);
     if (shard === null) return [];
-    const part = searchPartOf(shard);
-    return (await directory.shardDays(shard)).filter(inWindow).map((day) => ({ day, parts: [{ part, restrict: { kind: 'ids', shard, ids: [id] } }] }));
+    return (await directory.shardDayParts(shard)).filter((d) => inWindow(d.day)).map(({ day, part }) => ({ day, parts: [{ part, restrict: { kind: 'ids', shard, ids: [id] } }] }));
   }
   const batchId = equal('batch_id');
   if (batchId !== undefined) {
     if (!/^bat_[0-9a-v]{20}$/.test(batchId)) return [];
     const shard = ledgerShardName({ kind: 'batch', merchantId, batchId });
-    const part = searchPartOf(shard);
-    return (await directory.shardDays(shard)).filter(inWindow).map((day) => ({ day, parts: [{ part, restrict: { kind: 'shard', shard } }] }));
+    return (await directory.shardDayParts(shard)).filter((d) => inWindow(d.day)).map(({ day, part }) => ({ day, parts: [{ part, restrict: { kind: 'shard', shard } }] }));
   }
   const settlementBatchId = equal('settlement_batch_id');
   if (settlementBatchId !== undefined) {

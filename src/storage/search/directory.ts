@@ -9,6 +9,11 @@
  *   settled_days  for each settlement day, the days holding transactions settled then
  *   day_parts     for each day, the parts of its index (services/search/names.ts, `searchPartOf`)
  *                 that hold units; a week's parts are those of its days
+ *
+ * A (shard, day) listed before the index was split into parts (`legacy`) keeps all its units,
+ * changes, marks and references in part 0, where the earlier build wrote them, for good: a batch
+ * running as the split is deployed, or a transaction captured or settled after it, is written where
+ * its units already are, never half in one part and half in another.
  *   meta          the merchant
  *
  * Rows leave TRANSACTION_RETENTION_DAYS after their day, with the day objects they point at.
@@ -38,7 +43,9 @@ const MIGRATIONS: readonly string[] = [
      part INTEGER NOT NULL,
      PRIMARY KEY (day, part)
    ) WITHOUT ROWID;
-   INSERT OR IGNORE INTO day_parts (day, part) SELECT day, 0 FROM days;`,
+   INSERT OR IGNORE INTO day_parts (day, part) SELECT day, 0 FROM days;
+   ALTER TABLE shard_days ADD COLUMN legacy INTEGER NOT NULL DEFAULT 0;
+   UPDATE shard_days SET legacy = 1;`,
 ];
 export const SEARCH_DIRECTORY_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -62,15 +69,21 @@ export function initialiseDirectory(sql: SqlStorage, merchantId: string): void {
   );
 }
 
-/** Records that `shard` has units on `day` in `part` (and that the day holds units); answers the rows new. */
-export function addShardDays(sql: SqlStorage, pairs: readonly { shard: string; day: string; part: number }[]): number {
-  let added = 0;
+/**
+ * Records that `shard` has units on `day` (and that the day holds units), in `part` unless the pair
+ * was listed before the split (then part 0); answers the part each pair is in.
+ */
+export function addShardDays(sql: SqlStorage, pairs: readonly { shard: string; day: string; part: number }[]): number[] {
+  const parts: number[] = [];
   for (const { shard, day, part } of pairs) {
     sql.exec('INSERT INTO days (day) VALUES (?) ON CONFLICT DO NOTHING', day);
-    sql.exec('INSERT INTO day_parts (day, part) VALUES (?, ?) ON CONFLICT DO NOTHING', day, part);
-    added += sql.exec('INSERT INTO shard_days (shard, day) VALUES (?, ?) ON CONFLICT DO NOTHING', shard, day).rowsWritten;
+    sql.exec('INSERT INTO shard_days (shard, day) VALUES (?, ?) ON CONFLICT DO NOTHING', shard, day);
+    const legacy = sql.exec<{ legacy: number }>('SELECT legacy FROM shard_days WHERE shard = ? AND day = ?', shard, day).one().legacy;
+    const placed = legacy ? 0 : part;
+    sql.exec('INSERT INTO day_parts (day, part) VALUES (?, ?) ON CONFLICT DO NOTHING', day, placed);
+    parts.push(placed);
   }
-  return added;
+  return parts;
 }
 
 export function addSettledDays(sql: SqlStorage, settledOn: string, days: readonly string[]): void {
@@ -119,6 +132,15 @@ export function settledDayParts(sql: SqlStorage, settledOn: string): DayParts[] 
       )
       .toArray(),
   );
+}
+
+/** The days a shard's units are in, newest first, and whether each was listed before the split (its units in part 0). */
+export function shardDaysWithLegacy(sql: SqlStorage, shard: string): { day: string; legacy: boolean }[] {
+  if (!hasTables(sql)) return [];
+  return sql
+    .exec<{ day: string; legacy: number }>('SELECT day, legacy FROM shard_days WHERE shard = ? ORDER BY day DESC', shard)
+    .toArray()
+    .map((r) => ({ day: r.day, legacy: r.legacy === 1 }));
 }
 
 export function shardDays(sql: SqlStorage, shard: string): string[] {
