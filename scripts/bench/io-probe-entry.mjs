@@ -27,7 +27,7 @@ import worker, {
   TransactionExport as ServiceTransactionExport,
 } from '../../src/index.ts';
 import { authenticateKey } from '../../src/services/merchants.ts';
-import { searchDayName, searchKeysName, searchPartOf, weekOf } from '../../src/services/search/names.ts';
+import { searchDayName, searchKeysName, weekOf } from '../../src/services/search/names.ts';
 import { processTransactions } from '../../src/services/recorded.ts';
 import { retentionDays, shardFor } from '../../src/services/transactions/ledger.ts';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry.ts';
@@ -461,14 +461,14 @@ async function searchRetention(env, merchantId, shardName) {
   const metered = wrapEnv(env);
   const placed = await env.SEARCH_DIRECTORY.getByName(merchantId).shardDayParts(shardName);
   const days = placed.map((d) => d.day);
-  const part = placed[0]?.part ?? searchPartOf(shardName);
   const dayMs = 86_400_000;
   const later = (day, extraDays) => new Date(Date.parse(`${day}T00:00:00.000Z`) + (retentionDays(env) + extraDays) * dayMs).toISOString();
-  for (const day of days) {
+  for (const { day, part } of placed) {
     totals.durableObjects.ledgerBytesHeld += await env.SEARCH_DAY.getByName(searchDayName(merchantId, day, part)).benchDatabaseSize();
     await metered.SEARCH_DAY.getByName(searchDayName(merchantId, day, part)).runRetention(later(day, 1));
   }
-  for (const week of new Set(days.map(weekOf))) {
+  const weeks = new Map(placed.map(({ day, part }) => [`${weekOf(day)}/${part}`, { week: weekOf(day), part }]));
+  for (const { week, part } of weeks.values()) {
     totals.durableObjects.ledgerBytesHeld += await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week, part)).benchDatabaseSize();
     await metered.SEARCH_KEYS.getByName(searchKeysName(merchantId, week, part)).upkeep(later(week, 8));
   }
