@@ -222,9 +222,9 @@ describe('capacity: bytes per unit × the design volume, under 5 GB per object',
     const day = async (offset: number, count: number) => {
       const at = base + offset * DAY;
       const before = await size(week);
-      const requests = Array.from({ length: count }, (_, i) => ({ input: { transaction_type: 'sale' as const, cc_number: VISA, cc_expiration: '12/30', amount: String(1000 + i), order_id: `p${offset}x${i}`, customer_id: `c${offset}x${i}` }, idempotencyKey: crypto.randomUUID() }));
+      const requests = Array.from({ length: count }, (_, i) => ({ input: { transaction_type: 'sale' as const, cc_number: VISA, cc_expiration: '12/30', amount: String(1000 + i), order_id: `p${offset}x${i}` }, idempotencyKey: crypto.randomUUID() }));
       const outcomes = await processTransactions(env, caller, requests, { source: 'api', ipAddress: null }, () => new Date(at));
-      expect(outcomes.every((o) => o.ok)).toBe(true);
+      expect(outcomes.find((o) => !o.ok)).toBeUndefined();
       // The week object's alarm folds its fresh rows into runs of 12-byte entries: run it here.
       for (let step = 0; step < 10 && (await week.upkeep(new Date(at).toISOString())); step++);
       return { day: await size(searchDay(env, shop.id, utcDay(new Date(at)))), week: (await size(week)) - before, units: count };
@@ -232,7 +232,9 @@ describe('capacity: bytes per unit × the design volume, under 5 GB per object',
     const small = await day(0, 64);
     const large = await day(1, 320);
     const perTransaction = perUnit({ bytes: small.day, units: small.units }, { bytes: large.day, units: large.units });
-    const perReference = perUnit({ bytes: small.week, units: small.units * DESIGN.refsPerTransaction }, { bytes: large.week, units: large.units * DESIGN.refsPerTransaction });
+    // One reference each (an order id: a customer id names a vault customer, not a card sale's).
+    const perReference = perUnit({ bytes: small.week, units: small.units }, { bytes: large.week, units: large.units });
+    console.info(JSON.stringify({ capacity: { 'SearchDay part (API), per transaction': perTransaction, 'SearchKeys part (API), per reference': perReference } }));
     hold('SearchDay part (API transactions), per transaction', perTransaction, DESIGN.perDay / DESIGN.apiSubShards);
     hold('SearchKeys part (API references), per reference', perReference, (DESIGN.perDay * 7 * DESIGN.refsPerTransaction) / DESIGN.apiSubShards);
     // What one object would hold without the parts: over half its limit.
