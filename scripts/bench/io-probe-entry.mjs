@@ -456,19 +456,21 @@ async function benchRetention(request, env) {
   return Response.json({ archived, forgotten, search });
 }
 
-/** A shard's search day and week objects: their size held, then their retention run as their alarms will. */
+/** A shard's search day and week objects (its part of each): their size held, then their retention run as their alarms will. */
 async function searchRetention(env, merchantId, shardName) {
   const metered = wrapEnv(env);
-  const days = await env.SEARCH_DIRECTORY.getByName(merchantId).shardDays(shardName);
+  const placed = await env.SEARCH_DIRECTORY.getByName(merchantId).shardDayParts(shardName);
+  const days = placed.map((d) => d.day);
   const dayMs = 86_400_000;
   const later = (day, extraDays) => new Date(Date.parse(`${day}T00:00:00.000Z`) + (retentionDays(env) + extraDays) * dayMs).toISOString();
-  for (const day of days) {
-    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_DAY.getByName(searchDayName(merchantId, day)).benchDatabaseSize();
-    await metered.SEARCH_DAY.getByName(searchDayName(merchantId, day)).runRetention(later(day, 1));
+  for (const { day, part } of placed) {
+    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_DAY.getByName(searchDayName(merchantId, day, part)).benchDatabaseSize();
+    await metered.SEARCH_DAY.getByName(searchDayName(merchantId, day, part)).runRetention(later(day, 1));
   }
-  for (const week of new Set(days.map(weekOf))) {
-    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).benchDatabaseSize();
-    await metered.SEARCH_KEYS.getByName(searchKeysName(merchantId, week)).upkeep(later(week, 8));
+  const weeks = new Map(placed.map(({ day, part }) => [`${weekOf(day)}/${part}`, { week: weekOf(day), part }]));
+  for (const { week, part } of weeks.values()) {
+    totals.durableObjects.ledgerBytesHeld += await env.SEARCH_KEYS.getByName(searchKeysName(merchantId, week, part)).benchDatabaseSize();
+    await metered.SEARCH_KEYS.getByName(searchKeysName(merchantId, week, part)).upkeep(later(week, 8));
   }
   return { days };
 }

@@ -115,7 +115,7 @@ describe('rows one search reads', () => {
     const days = ['2027-06-01', '2027-06-02', '2027-06-03'];
     for (const day of days) await seedDay(merchantId, record, day, 2_000);
     const directory = env.SEARCH_DIRECTORY.getByName(merchantId);
-    expect(await directory.addShards(merchantId, days.map((day) => ({ shard: `${merchantId}/api/${day}`, day })))).toBe(true);
+    expect(await directory.addShards(merchantId, days.map((day) => ({ shard: `${merchantId}/api/${day}`, day })))).toEqual({ parts: days.map(() => 0) });
     const input = { conditions: [], window: { from: '2027-06-01T00:00:00.000Z', to: '2027-06-04T00:00:00.000Z', defaulted: false }, limit: 10, offset: 0, after: null, count: true };
     const clock = () => new Date('2027-06-05T00:00:00.000Z');
     const whole = await runSearch(env, merchantId, input, clock);

@@ -8,12 +8,12 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
-import { searchDayName, searchDirectory } from '../../src/services/search/names';
+import { searchDayName, searchDirectory, searchPartOf } from '../../src/services/search/names';
 import { searchTransactions } from '../../src/services/search/search';
 import { processTransactions } from '../../src/services/recorded';
 import { settleMerchantNow } from '../../src/services/settlement/runs';
 import { transactionSearchSchema } from '../../src/schemas/transaction-search';
-import { utcDay } from '../../src/services/transactions/ledger';
+import { ledgerShardName, utcDay } from '../../src/services/transactions/ledger';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { CARD_HEADER, QUEUE_TEST_TIMEOUT, createUnqueuedBatch, csv, deliver, saleRows, status, uploadOk, waitForStatus } from '../helpers/batch';
 
@@ -136,7 +136,9 @@ describe('batch rows', () => {
   it('an index write that fails fails the chunk; the retried chunk indexes its rows', async () => {
     const shop = await createMerchant({ name: 'Index Fault Shop' });
     const { id, messages } = await createUnqueuedBatch(shop.secretKey, csv(CARD_HEADER, saleRows(5)), 'fault.csv');
-    const day = env.SEARCH_DAY.getByName(searchDayName(shop.id, utcDay(new Date())));
+    // The batch's part of the day's index (its shard's part).
+    const part = searchPartOf(ledgerShardName({ kind: 'batch', merchantId: shop.id, batchId: id }));
+    const day = env.SEARCH_DAY.getByName(searchDayName(shop.id, utcDay(new Date()), part));
     // The day object exists (its tables are made on first write): make its next write fail.
     await day.add({ merchantId: shop.id, day: utcDay(new Date()) }, []);
     await runInDurableObject(day, (_instance, state) => {

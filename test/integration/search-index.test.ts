@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { SearchDay } from '../../src/durable-objects/search/day';
 import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search/keys';
 import { keyHash, shardOfId } from '../../src/services/search/indexer';
-import { searchDayName, searchKeysName } from '../../src/services/search/names';
+import { searchDayName, searchKeysName, searchPartOf } from '../../src/services/search/names';
 import { batchTransactionId, utcDay } from '../../src/services/transactions/ledger';
 import { BLOCK_ENTRIES } from '../../src/storage/search/keys';
 import { call, createMerchant, type Envelope } from '../helpers/api';
@@ -113,7 +113,8 @@ describe('a day object', () => {
     const ids = Array.from({ length: 2_000 }, (_, i) => batchTransactionId(batchId, batch.created_at, i + 2));
     const shard = shardOfId(shop.id, ids[0] ?? '') ?? '';
     const day = utcDay(new Date());
-    const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, day));
+    // The batch's rows are in its shard's part of the day's index.
+    const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, day, searchPartOf(shard)));
     const statements = await runInDurableObject(stub, async (instance: SearchDay, state) => {
       const sql = state.storage.sql;
       const exec = sql.exec.bind(sql);

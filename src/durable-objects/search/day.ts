@@ -1,6 +1,7 @@
 /**
- * A search day: one merchant's transactions created on one UTC day, as the search reads them
- * (`searchDayName`, services/search/names.ts; docs/capacity.md, "Search"). It mirrors the ledger's
+ * A search day: one merchant's transactions created on one UTC day, those of one part of its
+ * ledger shards, as the search reads them (`searchDayName`, services/search/names.ts;
+ * docs/capacity.md, "Search"). It mirrors the ledger's
  * pages that hold that day's records (one unit per page, as processed), the ledger's settlement
  * marks and the transactions changed since, and answers a day's part of a search: the positions
  * (time and id) of the matches, newest first, how many match, and the records of a page.

@@ -1,24 +1,30 @@
 /**
  * A merchant's search directory (`searchDirectory`, services/search/names.ts; docs/capacity.md,
- * "Search"): which days hold search data, which days each ledger shard's units are in, and which
- * days hold what settled on a given day. A search asks it first, then only the day objects it
+ * "Search"): which days hold search data and in which parts of their index, which days each ledger
+ * shard's units are in, and which days hold what settled on a given day. A search asks it first, then only the day objects it
  * names. The indexer writes it before the day objects (an entry for a day still empty is harmless;
  * a day missing from it would hide data), once per shard and day.
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
 import { rearmAfterFailure } from '../../lib/alarm-guard';
+import { searchPartOf } from '../../services/search/names';
 import { retentionDays } from '../../services/transactions/ledger';
 import {
   addSettledDays,
   addShardDays,
+  dayPartsBetween,
   daysBetween,
   deleteDaysBefore,
+  directoryNeedsUpgrade,
   initialiseDirectory,
   oldestDay,
   readDirectoryMerchant,
+  settledDayParts,
   settledDays,
   shardDays,
+  shardDaysWithLegacy,
+  type DayParts,
 } from '../../storage/search/directory';
 
 const DAY_MS = 86_400_000;
@@ -27,8 +33,15 @@ export type DirectoryFailure = { failed: string };
 
 export class SearchDirectory extends DurableObject<Env> {
   async #ensure(merchantId: string): Promise<void> {
-    if (readDirectoryMerchant(this.ctx.storage.sql) !== null) return;
-    initialiseDirectory(this.ctx.storage.sql, merchantId);
+    const known = readDirectoryMerchant(this.ctx.storage.sql);
+    if (known !== null && !directoryNeedsUpgrade(this.ctx.storage.sql)) return;
+    initialiseDirectory(this.ctx.storage.sql, known ?? merchantId);
+  }
+
+  /** A directory written by an older build gets its newer tables before it is read (its days then in part 0). */
+  #upgraded(): void {
+    const known = readDirectoryMerchant(this.ctx.storage.sql);
+    if (known !== null && directoryNeedsUpgrade(this.ctx.storage.sql)) initialiseDirectory(this.ctx.storage.sql, known);
   }
 
   async #arm(): Promise<void> {
@@ -39,13 +52,17 @@ export class SearchDirectory extends DurableObject<Env> {
     if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
   }
 
-  /** Records where units of these shards are (idempotent). */
-  async addShards(merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<true | DirectoryFailure> {
+  /**
+   * Records where units of these shards are, and answers the part of each day's index each pair's
+   * writes go to (idempotent): its shard's part, or part 0 for a pair listed before the split.
+   */
+  async addShards(merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<{ parts: number[] } | DirectoryFailure> {
     try {
       await this.#ensure(merchantId);
-      this.ctx.storage.transactionSync(() => addShardDays(this.ctx.storage.sql, pairs));
+      const parted = pairs.map((pair) => ({ ...pair, part: searchPartOf(pair.shard) }));
+      const parts = this.ctx.storage.transactionSync(() => addShardDays(this.ctx.storage.sql, parted));
       await this.#arm();
-      return true;
+      return { parts };
     } catch (err) {
       return { failed: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' };
     }
@@ -65,6 +82,25 @@ export class SearchDirectory extends DurableObject<Env> {
   /** The days holding units from `from` to `to` (YYYY-MM-DD, both included), newest first. */
   async days(from: string, to: string): Promise<string[]> {
     return daysBetween(this.ctx.storage.sql, from, to);
+  }
+
+  /** The days holding units from `from` to `to` (YYYY-MM-DD, both included), newest first, with the parts holding them. */
+  async dayParts(from: string, to: string): Promise<DayParts[]> {
+    this.#upgraded();
+    return dayPartsBetween(this.ctx.storage.sql, from, to);
+  }
+
+  /** The days holding transactions settled on `settledOn`, newest first, with every part of each. */
+  async settledDayParts(settledOn: string): Promise<DayParts[]> {
+    this.#upgraded();
+    return settledDayParts(this.ctx.storage.sql, settledOn);
+  }
+
+  /** The days a ledger shard's units are in, newest first, with the part of the day's index holding them. */
+  async shardDayParts(shard: string): Promise<{ day: string; part: number }[]> {
+    this.#upgraded();
+    const part = searchPartOf(shard);
+    return shardDaysWithLegacy(this.ctx.storage.sql, shard).map((d) => ({ day: d.day, part: d.legacy ? 0 : part }));
   }
 
   /** The days a ledger shard's units are in, newest first. */

@@ -1,6 +1,6 @@
 /**
- * A search key object: a merchant's `order_id` and `customer_id` references of one ISO week
- * (`searchKeysName`, services/search/names.ts; docs/capacity.md, "Search"), so that a search for one
+ * A search key object: a merchant's `order_id` and `customer_id` references of one ISO week, those
+ * of one part of its ledger shards (`searchKeysName`, services/search/names.ts; docs/capacity.md, "Search"), so that a search for one
  * value asks a week object instead of every day of the week. A reference says on which day, and at
  * which creation time, a unit holding the value was indexed; the day object then reads only those
  * units and checks the value itself.

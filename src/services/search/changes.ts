@@ -35,13 +35,13 @@ export async function indexOperation(
   const current = written ? { ok: true as const, ...written } : await getTransaction(env, merchantId, transactionId, clock);
   if (current.ok) {
     const day = String(current.record.created_at).slice(0, 10);
-    await registerShardDays(env, merchantId, [{ shard, day }]);
-    const changed = await searchDay(env, merchantId, day).change({ merchantId, day }, [
+    const part = (await registerShardDays(env, merchantId, [{ shard, day }]))(shard, day);
+    const changed = await searchDay(env, merchantId, day, part).change({ merchantId, day }, [
       { id: transactionId, shard, record: current.record, amountRefunded: current.amountRefunded },
     ]);
     if (typeof changed !== 'number') throw new Error(`search day ${day} could not be written: ${changed.failed}`);
     // A capture may set the order_id (FluidPay's capture fields): the week object must list it.
-    if (answered.id === transactionId && answered.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day);
+    if (answered.id === transactionId && answered.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day, part);
   }
   if (answered.type === 'refund' && answered.id !== transactionId) {
     // A refund is a transaction of its own, made now: a unit in today's day object.
@@ -70,7 +70,8 @@ export async function indexSettlement(
 ): Promise<number> {
   if (entries.length === 0 && held.length === 0) return 0;
   const directory = searchDirectory(env, merchantId);
-  const days = await directory.shardDays(shard);
+  // Each day in the shard's part of it (part 0 where the shard was indexed before the split).
+  const days = await directory.shardDayParts(shard);
   let calls = 1;
   if (held.length > 0) calls += await indexHeld(env, merchantId, shard, days, held);
   if (entries.length === 0) return calls;
@@ -78,10 +79,10 @@ export async function indexSettlement(
   const holding: string[] = [];
   calls += days.length * Math.ceil(ids.length / SETTLED_IDS_PER_CALL);
   await Promise.all(
-    days.map(async (day) => {
+    days.map(async ({ day, part }) => {
       let found = 0;
       for (let i = 0; i < ids.length; i += SETTLED_IDS_PER_CALL) {
-        const answer = await searchDay(env, merchantId, day).settled(shard, ids.slice(i, i + SETTLED_IDS_PER_CALL), batchDate, settledAt);
+        const answer = await searchDay(env, merchantId, day, part).settled(shard, ids.slice(i, i + SETTLED_IDS_PER_CALL), batchDate, settledAt);
         if (typeof answer !== 'number') throw new Error(`search day ${day} could not be written: ${answer.failed}`);
         found += answer;
       }
@@ -103,13 +104,13 @@ export async function indexSettlement(
  * (`truncated`) is searched over the window's days anyway. The reference the record no longer has
  * stays, and the day object's current record filters it out.
  */
-async function referenceOrderId(env: Env, merchantId: string, record: TransactionRecord, day: string): Promise<void> {
+async function referenceOrderId(env: Env, merchantId: string, record: TransactionRecord, day: string, part: number): Promise<void> {
   const value = record.order_id;
   if (typeof value !== 'string' || value === '') return;
   const week = weekOf(day);
   const at = Date.parse(String(record.created_at));
   const hash = keyHash('order_id', value);
-  const keys = searchKeys(env, merchantId, week);
+  const keys = searchKeys(env, merchantId, week, part);
   const listed = await keys.lookup(hash, KEY_REFS_MAX);
   if (listed.truncated || listed.ats.some((t) => Date.parse(t) === at)) return;
   const done = await keys.add({ merchantId, week }, [{ hash, at: String(record.created_at) }]);
@@ -117,11 +118,11 @@ async function referenceOrderId(env: Env, merchantId: string, record: Transactio
 }
 
 /** The transactions a run left out of pages it marked settled, kept awaiting settlement in their day objects; answers the calls made. */
-async function indexHeld(env: Env, merchantId: string, shard: string, days: readonly string[], held: readonly string[]): Promise<number> {
+async function indexHeld(env: Env, merchantId: string, shard: string, days: readonly { day: string; part: number }[], held: readonly string[]): Promise<number> {
   await Promise.all(
-    days.map(async (day) => {
+    days.map(async ({ day, part }) => {
       for (let i = 0; i < held.length; i += SETTLED_IDS_PER_CALL) {
-        const answer = await searchDay(env, merchantId, day).held(shard, held.slice(i, i + SETTLED_IDS_PER_CALL));
+        const answer = await searchDay(env, merchantId, day, part).held(shard, held.slice(i, i + SETTLED_IDS_PER_CALL));
         if (typeof answer !== 'number') throw new Error(`search day ${day} could not be written: ${answer.failed}`);
       }
     }),

@@ -16,11 +16,14 @@ import type { TransactionContext, TransactionOutcome, TransactionRequest } from 
 import { unitKeyString, type UnitInput, type UnitKey } from '../../storage/search/day';
 import type { KeyRef } from '../../storage/search/keys';
 import { chunkPage, ledgerShardName, parseTransactionId } from '../transactions/ledger';
-import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
+import { searchDay, searchDirectory, searchKeys, searchPartOf, weekOf } from './names';
 import { unitRow } from './unit-rows';
 
-/** (merchant, shard, day) pairs this isolate knows the directory holds: one directory call per shard and day, not per chunk. */
-const registered = new MemoryCache<true>(10_000);
+/**
+ * (merchant, shard, day) pairs this isolate knows the directory holds, with the part of the day's
+ * index their writes go to: one directory call per shard and day, not per chunk.
+ */
+const registered = new MemoryCache<number>(10_000);
 
 /** The value a reference index entry stands for: the field's letter and the value. */
 export function keyHash(field: 'order_id' | 'customer_id', value: string): number {
@@ -63,53 +66,71 @@ export async function indexOutcomes(
   await indexUnits(env, merchantId, [...units.values()]);
 }
 
-/** Indexes units (new records of ledger pages), each in the day object of its creation day. */
+/**
+ * Indexes units (new records of ledger pages), each in the day object of its creation day and of its
+ * shard's part (`searchPartOf`): a chunk or API transaction writes only its own part's objects.
+ */
 export async function indexUnits(env: Env, merchantId: string, units: readonly UnitInput[]): Promise<void> {
   if (units.length === 0) return;
-  await registerShardDays(
+  const partOf = await registerShardDays(
     env,
     merchantId,
     units.map((u) => ({ shard: u.shard, day: u.at.slice(0, 10) })),
   );
-  const byDay = new Map<string, UnitInput[]>();
+  const byDayPart = new Map<string, { day: string; part: number; units: UnitInput[] }>();
   for (const unit of units) {
     const day = unit.at.slice(0, 10);
-    const list = byDay.get(day) ?? [];
-    list.push(unit);
-    byDay.set(day, list);
+    const part = partOf(unit.shard, day);
+    const group = byDayPart.get(`${day}/${part}`) ?? { day, part, units: [] };
+    group.units.push(unit);
+    byDayPart.set(`${day}/${part}`, group);
   }
   await Promise.all(
-    [...byDay].map(async ([day, dayUnits]) => {
-      const stub = searchDay(env, merchantId, day);
+    [...byDayPart.values()].map(async ({ day, part, units: dayUnits }) => {
+      const stub = searchDay(env, merchantId, day, part);
       const absent = await stub.missing(dayUnits.map(keyOf));
-      if (!Array.isArray(absent)) throw new Error(`search day ${day} could not be read: ${absent.failed}`);
+      if (!Array.isArray(absent)) throw new Error(`search day ${day} part ${part} could not be read: ${absent.failed}`);
       const missing = new Set(absent.map(unitKeyString));
       const fresh = dayUnits.filter((unit) => missing.has(unitKeyString(unit)));
       if (fresh.length === 0) return;
-      await addReferences(env, merchantId, day, fresh);
-      // Packed and compressed here, in this invocation, not in the day object every writer of the day shares.
+      await addReferences(env, merchantId, day, part, fresh);
+      // Packed and compressed here, in this invocation, not in the day object its part's writers share.
       const rows = await Promise.all(fresh.map(unitRow));
       const added = await stub.add({ merchantId, day }, rows);
-      if (typeof added !== 'number') throw new Error(`search day ${day} could not be written: ${added.failed}`);
+      if (typeof added !== 'number') throw new Error(`search day ${day} part ${part} could not be written: ${added.failed}`);
     }),
   );
 }
 
-/** Makes sure the directory lists these shards on these days (cached per isolate). */
-export async function registerShardDays(env: Env, merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<void> {
+/**
+ * Makes sure the directory lists these shards on these days (cached per isolate), and answers the
+ * part of the day's index each pair's writes go to (`searchPartOf`, or part 0 for a pair the
+ * directory listed before the index was split).
+ */
+export async function registerShardDays(env: Env, merchantId: string, pairs: readonly { shard: string; day: string }[]): Promise<(shard: string, day: string) => number> {
+  const keyOf = (shard: string, day: string) => `${merchantId}\n${shard}\n${day}`;
+  const parts = new Map<string, number>();
   const unknown = new Map<string, { shard: string; day: string }>();
   for (const pair of pairs) {
-    const key = `${merchantId}\n${pair.shard}\n${pair.day}`;
-    if (registered.get(key) === undefined) unknown.set(key, pair);
+    const key = keyOf(pair.shard, pair.day);
+    const known = registered.get(key);
+    if (known === undefined) unknown.set(key, pair);
+    else parts.set(key, known);
   }
-  if (unknown.size === 0) return;
-  const done = await searchDirectory(env, merchantId).addShards(merchantId, [...unknown.values()]);
-  if (done !== true) throw new Error(`search directory could not be written: ${done.failed}`);
-  for (const key of unknown.keys()) registered.set(key, true);
+  if (unknown.size > 0) {
+    const done = await searchDirectory(env, merchantId).addShards(merchantId, [...unknown.values()]);
+    if ('failed' in done) throw new Error(`search directory could not be written: ${done.failed}`);
+    [...unknown.keys()].forEach((key, i) => {
+      const part = done.parts[i] ?? 0;
+      registered.set(key, part);
+      parts.set(key, part);
+    });
+  }
+  return (shard, day) => parts.get(keyOf(shard, day)) ?? searchPartOf(shard);
 }
 
-/** The order_id and customer_id references of new units, one call per week object. */
-async function addReferences(env: Env, merchantId: string, day: string, units: readonly UnitInput[]): Promise<void> {
+/** The order_id and customer_id references of new units of one part, one call to that part's week object. */
+async function addReferences(env: Env, merchantId: string, day: string, part: number, units: readonly UnitInput[]): Promise<void> {
   const refs: KeyRef[] = [];
   for (const unit of units) {
     const seen = new Set<number>();
@@ -127,8 +148,8 @@ async function addReferences(env: Env, merchantId: string, day: string, units: r
   }
   if (refs.length === 0) return;
   const week = weekOf(day);
-  const done = await searchKeys(env, merchantId, week).add({ merchantId, week }, refs);
-  if (done !== true) throw new Error(`search keys ${week} could not be written: ${done.failed}`);
+  const done = await searchKeys(env, merchantId, week, part).add({ merchantId, week }, refs);
+  if (done !== true) throw new Error(`search keys ${week} part ${part} could not be written: ${done.failed}`);
 }
 
 function keyOf(unit: UnitKey): UnitKey {

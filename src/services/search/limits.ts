@@ -5,12 +5,20 @@
 import { HALF, RPC, WORKERS } from '../../lib/platform-limits';
 
 /**
- * Days one search asks: each at most twice (positions, then the page's records), plus at most 80
- * week objects (548 days) and the directory, within half of the 1,000 subrequests planned.
+ * Day objects one search asks (a day's parts, services/search/names.ts: a day in one part is one,
+ * a big merchant's day up to 8): each at most twice (positions, then the page's records), plus at
+ * most WEEK_PARTS_AT_MOST week objects and the directory (one call: the days and their parts),
+ * within half of the 1,000 subrequests planned. A day is asked whole (all its parts) or not at all.
  */
-export const MAX_SEARCH_DAYS = 200;
-const WEEK_OBJECTS_AT_MOST = 80;
-if (MAX_SEARCH_DAYS * 2 + WEEK_OBJECTS_AT_MOST + 1 > WORKERS.subrequestsPlanned * HALF) throw new Error('MAX_SEARCH_DAYS exceeds the subrequest budget');
+export const MAX_SEARCH_PARTS = 192;
+/**
+ * Week objects (a week's parts) an `order_id` or `customer_id` search asks: 80 weeks (548 days) of
+ * a merchant in one part, 14 weeks of one in 8. A window whose weeks have more is read as any
+ * filter is, over its days.
+ */
+export const WEEK_PARTS_AT_MOST = 112;
+const DIRECTORY_CALLS = 1;
+if (MAX_SEARCH_PARTS * 2 + WEEK_PARTS_AT_MOST + DIRECTORY_CALLS > WORKERS.subrequestsPlanned * HALF) throw new Error('MAX_SEARCH_PARTS exceeds the subrequest budget');
 
 /**
  * Records a day object reads (gunzip and JSON) in one call: about 5 µs each measured, so about 1 s
@@ -40,7 +48,7 @@ if ((MAX_OFFSET + MAX_LIMIT) * POSITION_BYTES > RPC.payloadBytes * HALF) throw n
 
 /** Days asked for positions at once while the page is not full yet (older days are only counted). */
 export const DAY_WAVE = 8;
-/** Day objects asked at once for their counts. */
+/** Day objects (a day's parts) asked at once, for positions or for their counts. */
 export const DAY_CONCURRENCY = 32;
 
 /** References of one value a week object answers (12 bytes each); a value more common falls back to the window's days. */

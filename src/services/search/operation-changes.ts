@@ -68,22 +68,28 @@ export async function indexOperations(
   const changed = operations.filter((op): op is { transactionId: string; answered: TransactionRecord } => op.answered !== null);
   if (changed.length === 0) return;
   const current = await currentTransactions(env, caller, changed.map((op) => op.transactionId), clock);
-  const byDay = new Map<string, { id: string; shard: string; record: TransactionRecord; amountRefunded: number }[]>();
+  // One change call per day object: a transaction's day, in its shard's part.
+  const byDay = new Map<string, { day: string; part: number; changes: { id: string; shard: string; record: TransactionRecord; amountRefunded: number }[] }>();
   const pairs: { shard: string; day: string }[] = [];
+  const located: { id: string; shard: string; day: string; now: CurrentTransaction }[] = [];
   for (const [id, now] of current) {
     const shard = shardOfId(caller.merchantId, id);
     if (shard === null) continue;
     const day = String(now.record.created_at).slice(0, 10);
     pairs.push({ shard, day });
-    const list = byDay.get(day) ?? [];
-    list.push({ id, shard, record: now.record, amountRefunded: now.amountRefunded });
-    byDay.set(day, list);
+    located.push({ id, shard, day, now });
   }
-  await registerShardDays(env, caller.merchantId, pairs);
+  const partOf = await registerShardDays(env, caller.merchantId, pairs);
+  for (const { id, shard, day, now } of located) {
+    const part = partOf(shard, day);
+    const group = byDay.get(`${day}/${part}`) ?? { day, part, changes: [] };
+    group.changes.push({ id, shard, record: now.record, amountRefunded: now.amountRefunded });
+    byDay.set(`${day}/${part}`, group);
+  }
   await Promise.all(
-    [...byDay].map(async ([day, changes]) => {
-      const written = await searchDay(env, caller.merchantId, day).change({ merchantId: caller.merchantId, day }, changes);
-      if (typeof written !== 'number') throw new Error(`search day ${day} could not be written: ${written.failed}`);
+    [...byDay.values()].map(async ({ day, part, changes }) => {
+      const written = await searchDay(env, caller.merchantId, day, part).change({ merchantId: caller.merchantId, day }, changes);
+      if (typeof written !== 'number') throw new Error(`search day ${day} part ${part} could not be written: ${written.failed}`);
     }),
   );
   // A refund is a transaction of its own, made now: a unit in today's day object.
