@@ -69,7 +69,7 @@ export const README_EXAMPLES: ReadmeExample[] = [
     "query": "",
     "contentType": "application/json",
     "body": "{\"name\": \"Corner Shop\", \"enhanced_bin_lookup\": false, \"surcharge_rate_bps\": 300}",
-    "source": "curl -s -X POST http://localhost:8787/admin/merchants \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"name\": \"Corner Shop\", \"enhanced_bin_lookup\": false, \"surcharge_rate_bps\": 300}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"…\",\"name\":\"Corner Shop\",\"enhanced_bin_lookup\":false,\"surcharge_rate_bps\":300,\"max_credit_amount\":100000,\"created_at\":\"…\",\"updated_at\":\"…\",\"rate_tier\":\"standard\",\"tokenizer_origins\":[],\"secret_key\":\"api_…\",\"public_key\":\"pub_…\"}}",
+    "source": "curl -s -X POST http://localhost:8787/admin/merchants \\\n  -H \"Authorization: $ADMIN_TOKEN\" -H 'Content-Type: application/json' \\\n  -d '{\"name\": \"Corner Shop\", \"enhanced_bin_lookup\": false, \"surcharge_rate_bps\": 300}'\n# → 201 {\"status\":\"success\",\"msg\":\"success\",\"data\":{\"id\":\"…\",\"name\":\"Corner Shop\",\"enhanced_bin_lookup\":false,\"surcharge_rate_bps\":300,\"max_credit_amount\":100000,\"created_at\":\"…\",\"updated_at\":\"…\",\"rate_tier\":\"standard\",\"api_shards\":{\"today\":1,\"count\":1,\"from\":\"…\"},…,\"tokenizer_origins\":[],\"secret_key\":\"api_…\",\"public_key\":\"pub_…\"}}",
     "page": "docs/api",
     "section": "Admin API (operators)"
   },
