@@ -59,8 +59,8 @@ function testWranglerConfig(): string {
  * Every workerd test file starts a fresh workerd and receives the whole app again, module by module,
  * from Vite in Node. Each module came with its source map inlined (base64, with the original source
  * inside): about 8.4 MB a file, two thirds of it maps (zod's bundle alone is 0.6 MB of code and 1.7 MB
- * of map). Serialising, sending and parsing that was about half a second of CPU per file, a minute
- * over the suite. So the packages Vite pre-bundles, and src/, go without maps (3.4 MB a file); the
+ * of map). Serialising, sending and parsing that was 0.3 to 0.4 s of CPU per file, 35 s over
+ * the suite (measured on a shared 2-core machine). So the packages Vite pre-bundles, and src/, go without maps (3.4 MB a file); the
  * test files keep theirs, so an assertion's line is still exact. The price: a stack frame inside
  * src/ names a line of the transformed JavaScript. `TEST_SOURCE_MAPS=1 npx vitest run <file>`
  * brings src/'s maps back when a failure needs them.
