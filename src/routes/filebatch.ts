@@ -23,6 +23,7 @@ import { openPartialDownload, type PartialDownloadOutcome } from '../services/ba
 import { openDownload } from '../services/batches/results';
 import { acceptUpload, type UploadedBatch, type UploadOptions, type UploadSource } from '../services/batches/upload';
 import { validateUpload } from '../services/batches/validate-upload';
+import { LedgerCheck } from '../services/batches/validate-ledger';
 
 /**
  * Declares the upload's form (one part named "file") to the typed client without reading it: the
@@ -106,7 +107,9 @@ export async function receiveUpload<E extends AppEnv>(
 
 /** A validate-only upload: the same body, read the same way; its report, or the 4xx a real upload would get. */
 export async function receiveValidateOnly<E extends AppEnv>(c: Context<E>, queryFileName: string | undefined) {
-  const outcome = await withUploadSource(c, queryFileName, (source) => validateUpload(batchLimits(c.env), source, systemClock));
+  const outcome = await withUploadSource(c, queryFileName, (source) =>
+    validateUpload(batchLimits(c.env), source, systemClock, new LedgerCheck(c.env, c.get('caller').merchantId, systemClock())),
+  );
   if (!outcome.ok) throw new AppError(UPLOAD_REFUSALS[outcome.reason], outcome.msg);
   return outcome.report;
 }

@@ -15,6 +15,14 @@ export const fileReportSchema = z
       .record(z.string(), z.record(z.string(), z.int().min(0)))
       .meta({ description: 'Minor units by currency, then by transaction_type, over the rows a run would act on.' }),
     rows_without_amount: z.int().min(0).meta({ description: 'Capture and refund rows without an amount (each acts on the whole amount left; voids are not counted).' }),
+    ledger_checked_rows: z
+      .int()
+      .min(0)
+      .meta({ description: 'Capture, void and refund rows naming a transaction id that were checked against the transaction as it is now (found, of this merchant, in a state and with an amount left that allow the row).' }),
+    ledger_unchecked_rows: z
+      .int()
+      .min(0)
+      .meta({ description: 'Such rows past what one check reads from the ledger (a very large file): the run checks them as it reaches them.' }),
   })
   .meta({ id: 'FileReport' });
 
@@ -31,6 +39,8 @@ export const validateOnlyResponseSchema = successEnvelopeSchema(fileReportSchema
       rows_by_type: { capture: 2, refund: 1 },
       totals: { USD: { capture: 600, refund: 250 } },
       rows_without_amount: 1,
+      ledger_checked_rows: 3,
+      ledger_unchecked_rows: 0,
     },
   },
 });

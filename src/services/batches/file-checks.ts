@@ -12,6 +12,7 @@ import { parseTransactionId } from '../transactions/ledger';
 import { CURRENCY } from '../transactions/records';
 import { normaliseInput, validateTransaction } from '../transactions/validation';
 import { toParsedRow } from './chunk-plan';
+import type { LedgerRefusal, LedgerRow } from './validate-ledger';
 import { checkLifecycleRow, FIRST_PASS_TRANSACTION_ID_ERROR, lifecycleKind, TRANSACTION_ID_COLUMN } from './lifecycle-rows';
 
 /**
@@ -102,13 +103,17 @@ export interface FileReport {
   /** Minor units by currency and type, over the rows that would run; capture and refund rows without an amount (the whole amount left) are counted in `rows_without_amount`. */
   totals: Record<string, Record<string, number>>;
   rows_without_amount: number;
+  /** Capture, void and refund rows naming an id checked against the transaction as it is now; the rest (past the request's read budget) are checked by the run. */
+  ledger_checked_rows: number;
+  ledger_unchecked_rows: number;
 }
 
 /** Every data row checked as a run checks it before any lookup or charge. */
 export class FileReporter {
   readonly #named: NamedOnce;
   #columns: string[] | null = null;
-  readonly #report: FileReport = { num_lines: 0, row_errors: [], row_error_count: 0, rows_by_type: {}, totals: {}, rows_without_amount: 0 };
+  #ledgerRows: LedgerRow[] = [];
+  readonly #report: FileReport = { num_lines: 0, row_errors: [], row_error_count: 0, rows_by_type: {}, totals: {}, rows_without_amount: 0, ledger_checked_rows: 0, ledger_unchecked_rows: 0 };
 
   constructor(
     readonly now: Date,
@@ -132,6 +137,8 @@ export class FileReporter {
       const checked = checkLifecycleRow(kind, parsed.transactionId, parsed.input, row.line);
       if (!checked.ok) return this.#errors(row.line, checked.errors);
       this.#count(kind, checked.amount);
+      // A row naming an id is also checked against the ledger (validate-ledger.ts), in groups.
+      if (checked.reference.kind === 'id') this.#ledgerRows.push({ line: row.line, kind, transactionId: checked.reference.id, amount: checked.amount });
       return null;
     }
     if (parsed.transactionId !== undefined) return this.#errors(row.line, [FIRST_PASS_TRANSACTION_ID_ERROR]);
@@ -141,7 +148,42 @@ export class FileReporter {
     return null;
   }
 
+  /** The lifecycle rows naming an id read since the last call (at most a chunk's worth of a stream's bytes). */
+  takeLedgerRows(): LedgerRow[] {
+    const rows = this.#ledgerRows;
+    this.#ledgerRows = [];
+    return rows;
+  }
+
+  get pendingLedgerRows(): number {
+    return this.#ledgerRows.length;
+  }
+
+  /** Rows the ledger check refused: row errors now, no longer counted as rows that would run. */
+  refuse(refusals: readonly LedgerRefusal[]): void {
+    for (const { row, errors } of refusals) {
+      this.#errors(row.line, errors);
+      this.#report.rows_by_type[row.kind] = (this.#report.rows_by_type[row.kind] ?? 1) - 1;
+      if (this.#report.rows_by_type[row.kind] === 0) delete this.#report.rows_by_type[row.kind];
+      if (row.kind === 'void') continue;
+      if (row.amount === null) this.#report.rows_without_amount--;
+      else {
+        const totals = (this.#report.totals[CURRENCY] ??= {});
+        totals[row.kind] = (totals[row.kind] ?? 0) - row.amount;
+        if (totals[row.kind] === 0) delete totals[row.kind];
+      }
+    }
+  }
+
+  /** How many lifecycle rows were checked against the ledger, and how many were left to the run. */
+  ledgerChecked(checked: number, unchecked: number): void {
+    this.#report.ledger_checked_rows = checked;
+    this.#report.ledger_unchecked_rows = unchecked;
+  }
+
   report(): FileReport {
+    // Ledger refusals come after the rows read later: listed in row order.
+    this.#report.row_errors.sort((a, b) => a.row - b.row);
     return this.#report;
   }
 
