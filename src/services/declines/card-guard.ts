@@ -3,7 +3,7 @@
  * batch row, a subscription's billing) before the processor is asked:
  *
  * - never again, at this merchant, after a decline the networks forbid retrying (Visa category 1,
- *   Mastercard's "do not try again": services/recurring/declines.ts, isNeverRetry);
+ *   Mastercard's "do not try again": services/declines/network-rules.ts, isNeverRetry);
  * - Visa: at most 15 reattempts of a declined card in 30 days, 20 from 19 May 2025;
  * - Mastercard: at most 10 attempts in 24 hours and 35 in 30 days on a declined card.
  *
@@ -21,8 +21,7 @@ import { detectBrand } from '../../lib/card-brand';
 import { derivedHmacKey } from '../../lib/derived-keys';
 import { toHex } from '../../lib/crypto';
 import type { RowError, TransactionRecord } from '../../schemas/transaction-columns';
-import type { Charge } from '../transactions/processors/processor';
-import { isNeverRetry } from '../recurring/declines';
+import { isNeverRetry } from './network-rules';
 
 export const CARD_DECLINE_BUCKETS = 32;
 const VISA_LIMIT_CHANGE = Date.UTC(2025, 4, 19);
@@ -55,9 +54,18 @@ function stub(env: Env4Guard, merchantId: string, bucket: number) {
   return env.CARD_DECLINES.getByName(`${merchantId}:${bucket}`);
 }
 
+/**
+ * What the guard reads of a processor's charge (the engine's `Charge`, by shape: the guard sits
+ * below the transaction core, which calls it).
+ */
+export interface GuardedCharge {
+  type: string;
+  payment: { kind: 'card'; number: string } | { kind: 'ach' | 'token' | string };
+}
+
 /** The attempts this applies to: card sales, authorizations and verifications. */
-function cardOf(charge: Charge): string | null {
-  return charge.payment.kind === 'card' && ATTEMPTS.has(charge.type) ? charge.payment.number : null;
+function cardOf(charge: GuardedCharge): string | null {
+  return 'number' in charge.payment && charge.payment.kind === 'card' && ATTEMPTS.has(charge.type) ? charge.payment.number : null;
 }
 
 /** Groups items by bucket of their card's hash. */
@@ -90,7 +98,7 @@ export function brokenRule(brand: string | undefined, counts: { never: boolean; 
 }
 
 /** For each charge an attempt may not be made on now, its error (by the charge's position). */
-export async function cardRefusals(env: Env4Guard, merchantId: string, charges: Charge[], now: Date): Promise<Map<number, RowError[]>> {
+export async function cardRefusals(env: Env4Guard, merchantId: string, charges: GuardedCharge[], now: Date): Promise<Map<number, RowError[]>> {
   const refusals = new Map<number, RowError[]>();
   const indexed = charges.map((charge, index) => ({ charge, index }));
   const groups = await byBucket(env, indexed, ({ charge }) => cardOf(charge));
@@ -109,7 +117,7 @@ export async function cardRefusals(env: Env4Guard, merchantId: string, charges: 
 }
 
 /** Remembers the issuer's declines among these answers (30 days). */
-export async function recordCardDeclines(env: Env4Guard, merchantId: string, answered: { charge: Charge; record: TransactionRecord | undefined }[], now: Date): Promise<void> {
+export async function recordCardDeclines(env: Env4Guard, merchantId: string, answered: { charge: GuardedCharge; record: TransactionRecord | undefined }[], now: Date): Promise<void> {
   const declined = answered.filter(({ charge, record }) => record !== undefined && countsAsCardDecline(record) && cardOf(charge) !== null);
   if (declined.length === 0) return;
   const groups = await byBucket(env, declined, ({ charge }) => cardOf(charge));

@@ -13,16 +13,17 @@
 import type { Env } from '../../env';
 import { R2 } from '../../lib/platform-limits';
 import type { Clock } from '../../lib/time';
-import { batchLimits } from '../batches/limits';
+import { exportRetentionDays } from './exports';
 
 const DAY_MS = 86_400_000;
+
 const PREFIX = 'exports/';
 /** Merchant ids are lowercase base32: the first character of the key after the prefix. */
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 export async function deleteExpiredExportFiles(env: Env, clock: Clock, maxStatements: number): Promise<{ finished: boolean } & Record<string, number | boolean>> {
   const now = clock();
-  const olderThan = now.getTime() - (batchLimits(env).retentionDays + 1) * DAY_MS;
+  const olderThan = now.getTime() - (exportRetentionDays(env) + 1) * DAY_MS;
   const start = `${PREFIX}${ALPHABET[now.getUTCHours() % ALPHABET.length]}`;
   let calls = 0;
   let seen = 0;

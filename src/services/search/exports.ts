@@ -37,7 +37,8 @@ export function transactionExport(env: Env, exportId: string) {
   return env.TRANSACTION_EXPORT.getByName(exportId);
 }
 
-function retentionDays(env: Env): number {
+/** Days an export's file is kept (BATCH_RETENTION_DAYS, default 10, as a batch's files). */
+export function exportRetentionDays(env: Pick<Env, 'BATCH_RETENTION_DAYS'>): number {
   const days = Number(env.BATCH_RETENTION_DAYS);
   return Number.isFinite(days) && days > 0 ? days : 10;
 }
@@ -194,7 +195,7 @@ export async function exportStep(env: Env, row: ExportRow, pending: Uint8Array, 
       await releaseExportSlot(env.DB, next.id).catch(() => undefined);
       next.status = 'completed';
       next.completedAt = isoTimestamp(now);
-      next.deleteAt = isoTimestamp(new Date(now.getTime() + retentionDays(env) * DAY_MS));
+      next.deleteAt = isoTimestamp(new Date(now.getTime() + exportRetentionDays(env) * DAY_MS));
       next.after = null;
       return { row: next, pending: new Uint8Array(0) };
     }
@@ -207,7 +208,7 @@ export async function exportStep(env: Env, row: ExportRow, pending: Uint8Array, 
 export async function abandonExport(env: Env, row: ExportRow, reason: string, now: Date): Promise<ExportRow> {
   if (row.uploadId !== null) await env.FILES.resumeMultipartUpload(exportFileKey(row.merchantId, row.id), row.uploadId).abort().catch(() => undefined);
   await releaseExportSlot(env.DB, row.id).catch(() => undefined);
-  return { ...row, status: 'failed', failureReason: reason, uploadId: null, parts: [], deleteAt: isoTimestamp(new Date(now.getTime() + retentionDays(env) * DAY_MS)) };
+  return { ...row, status: 'failed', failureReason: reason, uploadId: null, parts: [], deleteAt: isoTimestamp(new Date(now.getTime() + exportRetentionDays(env) * DAY_MS)) };
 }
 
 /** Deletes an export's file (its retention). */

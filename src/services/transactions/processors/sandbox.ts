@@ -42,7 +42,7 @@ export const CARD_TRIGGERS: ReadonlyMap<string, Decline> = new Map([
   ['4000000000000127', { code: 225, processorCode: 'N7', text: 'CVV2 VALUE MISMATCH' }],
   ['4000000000009987', { code: 251, processorCode: '41', text: 'LOST CARD, PICK UP' }],
   ['4000000000009979', { code: 252, processorCode: '43', text: 'STOLEN CARD, PICK UP' }],
-  // Declines the networks forbid retrying (services/recurring/declines.ts): Visa category 1, Mastercard's "do not try again".
+  // Declines the networks forbid retrying (services/declines/network-rules.ts): Visa category 1, Mastercard's "do not try again".
   ['4000000000009045', { code: 253, processorCode: '04', text: 'PICK UP CARD' }],
   ['4000000000009052', { code: 254, processorCode: '46', text: 'CLOSED ACCOUNT' }],
   ['5105100000009903', { code: 255, processorCode: '05', text: 'DO NOT HONOR, MAC 03 DO NOT TRY AGAIN' }],
