@@ -37,7 +37,7 @@ export class OperationStep {
   readonly #marks: Map<string, Mark>;
   readonly #claims: OperationRow[] = [];
   readonly #countsWritten = new Map<string, OperationCounts>();
-  readonly #answers: { key: string; answer: string }[] = [];
+  readonly #answers: OperationRow[] = [];
   readonly #stateWrites: { state: StateRow; updatedAt: string }[] = [];
   readonly #receipts: ReceiptEntry[] = [];
 
@@ -86,11 +86,11 @@ export class OperationStep {
   /** Keeps an operation's answer under its key (it is no longer pending). */
   answer(key: string, answer: string): void {
     const claimed = this.#operations.get(key);
-    if (claimed) {
-      this.#operations.set(key, { ...claimed, answer });
-      if (this.#pending.get(claimed.transactionId)?.key === key) this.#pending.delete(claimed.transactionId);
-    }
-    this.#answers.push({ key, answer });
+    if (!claimed) throw new Error('no such operation was claimed');
+    const answered = { ...claimed, answer };
+    this.#operations.set(key, answered);
+    if (this.#pending.get(claimed.transactionId)?.key === key) this.#pending.delete(claimed.transactionId);
+    this.#answers.push(answered);
   }
 
   writeState(state: StateRow, updatedAt: string): void {

@@ -79,10 +79,10 @@ export async function findRecords(
   const found = new Map<string, StoredTransaction>();
   for (const row of readPageRows(sql, query)) {
     for (const packed of await decodePage(row)) {
+      // Two columns read to match; only the records asked for are unpacked.
+      if (!wanted.has(String(packedField(packed, 'idempotency_key'))) && !ids.has(String(packedField(packed, 'id')))) continue;
       const stored = unpackRecord(shard.merchantId, packed);
-      if (wanted.has(keyOf(stored)) || ids.has(String(stored.record.id))) {
-        found.set(keyOf(stored), query.current ? { ...stored, record: presentRecord(stored.record, pageSettlement(row), query.current.expiredBefore), amountRefunded: 0 } : stored);
-      }
+      found.set(keyOf(stored), query.current ? { ...stored, record: presentRecord(stored.record, pageSettlement(row), query.current.expiredBefore), amountRefunded: 0 } : stored);
     }
   }
   for (const key of wanted) {

@@ -155,13 +155,17 @@ export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string
   }
 }
 
-/** Answers kept under their keys (answerOperation, for many). */
-export function answerOperations(sql: SqlStorage, answers: readonly { key: string; answer: string }[]): void {
-  for (const array of jsonArrays(answers.map((a) => [a.key, a.answer]))) {
+/**
+ * Answers kept under their keys (answerOperation, for many): each claimed row written again with
+ * its answer, an upsert found by the primary key (an UPDATE joined to the list would scan the table).
+ */
+export function answerOperations(sql: SqlStorage, answered: readonly OperationRow[]): void {
+  for (const array of jsonArrays(answered.map((op) => [op.key, op.transactionId, op.kind, op.requestHash, op.amount, op.refundId, op.createdAt, op.answer]))) {
     sql.exec(
-      `UPDATE operations SET answer = given.answer
-       FROM (SELECT json_extract(value, '$[0]') AS key, json_extract(value, '$[1]') AS answer FROM json_each(?)) AS given
-       WHERE operations.key = given.key`,
+      `INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+         json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') FROM json_each(?) WHERE true
+       ON CONFLICT (key) DO UPDATE SET answer = excluded.answer`,
       array,
     );
   }
@@ -193,20 +197,6 @@ export function writeStates(sql: SqlStorage, states: readonly { state: StateRow;
       array,
     );
   }
-}
-
-/**
- * The page each `floor` value finds (the page with the greatest name not above it, as readPageRows
- * looks one up), in one statement per parameter's worth of values; absent when none does.
- */
-export function floorPages(sql: SqlStorage, floors: readonly string[]): Map<string, string> {
-  const found = new Map<string, string>();
-  if (!hasTables(sql)) return found;
-  for (const array of jsonArrays([...new Set(floors)])) {
-    const rows = sql.exec<{ floor: string; page: string | null }>('SELECT value AS floor, (SELECT MAX(page) FROM pages WHERE page <= value) AS page FROM json_each(?)', array);
-    for (const row of rows) if (row.page !== null) found.set(row.floor, row.page);
-  }
-  return found;
 }
 
 /** The rows of the pages `names` and each row's stored size, in page order (no records read). */
