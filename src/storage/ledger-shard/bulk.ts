@@ -157,18 +157,41 @@ export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string
 
 /**
  * Answers kept under their keys (answerOperation, for many): each claimed row written again with
- * its answer, an upsert found by the primary key (an UPDATE joined to the list would scan the table).
+ * its answer, an upsert found by the primary key (an UPDATE joined to the list would scan the
+ * table). The answers travel as one JSON object by key, so each answer (about 2 KB) is read out of
+ * the parameter once, not parsed again per column.
  */
 export function answerOperations(sql: SqlStorage, answered: readonly OperationRow[]): void {
-  for (const array of jsonArrays(answered.map((op) => [op.key, op.transactionId, op.kind, op.requestHash, op.amount, op.refundId, op.createdAt, op.answer]))) {
+  const byKey = new Map(answered.map((op) => [op.key, op.answer]));
+  for (const object of jsonObjects([...byKey])) {
     sql.exec(
       `INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-         json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') FROM json_each(?) WHERE true
+       SELECT o.key, o.transaction_id, o.kind, o.request_hash, o.amount, o.refund_id, o.created_at, given.value
+       FROM json_each(?) AS given CROSS JOIN operations AS o ON o.key = given.key WHERE true
        ON CONFLICT (key) DO UPDATE SET answer = excluded.answer`,
-      array,
+      object,
     );
   }
+}
+
+/** `entries` as JSON objects (key → value) of at most JSON_PARAMETER_BYTES each, as jsonArrays cuts arrays. */
+export function jsonObjects(entries: readonly (readonly [string, unknown])[]): string[] {
+  const objects: string[] = [];
+  let parts: string[] = [];
+  let size = 2;
+  for (const [key, value] of entries) {
+    const text = `${JSON.stringify(key)}:${JSON.stringify(value)}`;
+    const bytes = utf8Bytes(text) + 1;
+    if (parts.length > 0 && size + bytes > JSON_PARAMETER_BYTES) {
+      objects.push(`{${parts.join(',')}}`);
+      parts = [];
+      size = 2;
+    }
+    parts.push(text);
+    size += bytes;
+  }
+  if (parts.length > 0) objects.push(`{${parts.join(',')}}`);
+  return objects;
 }
 
 /** States written as writeState writes one (one per transaction: the last given wins), each with its time. */
