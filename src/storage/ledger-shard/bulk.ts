@@ -11,7 +11,7 @@ import { utf8Bytes, type PageRow } from './pages';
 import { packRecord } from './records';
 import { hasTables } from './schema';
 import { readStates, type StateRow } from './states';
-import type { OperationKind, OperationRow } from './operations';
+import { operationFromSql, type OperationRow, type OperationSql } from './operations';
 
 /** The JSON one bound parameter carries at most. */
 export const JSON_PARAMETER_BYTES = DURABLE_OBJECTS.rowBytes * HALF;
@@ -39,21 +39,6 @@ export function jsonArrays(values: readonly unknown[]): string[] {
   return arrays;
 }
 
-type OperationSql = { key: string; transaction_id: string; kind: OperationKind; request_hash: string; amount: number; refund_id: string | null; created_at: string; answer: string | null };
-
-function operationFromSql(row: OperationSql): OperationRow {
-  return {
-    key: row.key,
-    transactionId: row.transaction_id,
-    kind: row.kind,
-    requestHash: row.request_hash,
-    amount: row.amount,
-    refundId: row.refund_id,
-    createdAt: row.created_at,
-    answer: row.answer,
-  };
-}
-
 /** The operations under `keys` (claimed or answered), by key. */
 export function findOperations(sql: SqlStorage, keys: readonly string[]): Map<string, OperationRow> {
   const found = new Map<string, OperationRow>();
@@ -79,8 +64,9 @@ export function pendingOperationsOf(sql: SqlStorage, ids: readonly string[]): Ma
 export type OperationCounts = { operations: number; refunds: number };
 
 /**
- * How many operations each of `ids` has had, and how many were refunds (operationCounts, for many):
- * its counts row, else (operated on before the counts existed, or never) counted from its rows.
+ * How many operations each of `ids` has had, and how many were refunds (declined or not, each claim
+ * counted once; bounded by MAX_OPERATIONS_PER_TRANSACTION): its counts row, one row whatever came
+ * before, else (operated on before the counts existed, or never) counted from its rows.
  */
 export function operationCountsOf(sql: SqlStorage, ids: readonly string[]): Map<string, OperationCounts> {
   const counts = new Map<string, OperationCounts>();
@@ -131,7 +117,7 @@ export function pageMarks(sql: SqlStorage, names: readonly string[]): Map<string
   return marks;
 }
 
-/** Claims, each as insertOperation writes one (not answered). */
+/** Claims, not answered yet. */
 export function insertOperations(sql: SqlStorage, ops: readonly OperationRow[]): void {
   for (const array of jsonArrays(ops.map((op) => [op.key, op.transactionId, op.kind, op.requestHash, op.amount, op.refundId, op.createdAt]))) {
     sql.exec(
@@ -143,7 +129,7 @@ export function insertOperations(sql: SqlStorage, ops: readonly OperationRow[]):
   }
 }
 
-/** Each transaction's counts as they now are (countOperation, for many; one row per transaction). */
+/** Each transaction's counts as they now are, written in the step that inserts its claim (one row per transaction). */
 export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string, OperationCounts>): void {
   for (const array of jsonArrays([...counts].map(([id, c]) => [id, c.operations, c.refunds]))) {
     sql.exec(
@@ -156,7 +142,7 @@ export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string
 }
 
 /**
- * Answers kept under their keys (answerOperation, for many): each claimed row written again with
+ * Answers kept under their keys: each claimed row written again with
  * its answer, an upsert found by the primary key (an UPDATE joined to the list would scan the
  * table). The answers travel as one JSON object by key, so each answer (about 2 KB) is read out of
  * the parameter once, not parsed again per column.

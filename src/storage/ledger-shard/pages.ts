@@ -153,12 +153,6 @@ function byCodeUnit(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** A page row's settlement mark as it is now (a settlement run may have marked it since it was read). */
-export function pageSettlementMark(sql: SqlStorage, row: { page: string; seq: number }): { settledOn: string | null; settledAt: string | null } {
-  const mark = sql.exec<{ settled_on: string | null; settled_at: string | null }>('SELECT settled_on, settled_at FROM pages WHERE page = ? AND seq = ?', row.page, row.seq).toArray()[0];
-  return { settledOn: mark?.settled_on ?? null, settledAt: mark?.settled_at ?? null };
-}
-
 /**
  * Drops the request hashes kept in plain pages (API transactions; batch pages keep none), at most
  * `limit` rows after `after` in page order; answers the rows changed and the last row passed (null:
