@@ -2,8 +2,11 @@
 // authorizations are made by a file first (not measured), then a file of N sales and a file of N
 // capture rows naming those authorizations are each timed from the upload to `completed`. The
 // capture file should run within 20% of the sales file's rows a second. N: 500,000 in a full run
-// (BATCH_MAX_ROWS), 5,000 with --quick, or BENCH_CAPTURE_ROWS.
+// (BATCH_MAX_ROWS), 5,000 with --quick, or BENCH_CAPTURE_ROWS. BENCH_CAPTURE_PROFILE=1: the capture
+// file is run under the CPU profiler (the isolate's JavaScript, Worker and objects alike), its
+// stages and top functions logged and kept in bench/results/captures-profile.cpuprofile.
 import { callJson, requireRoute, SECRET_KEY } from '../http.mjs';
+import { profileWork } from '../profile.mjs';
 
 const q = (value) => `"${value}"`;
 
@@ -67,7 +70,15 @@ export const captureFileScenarios = [
       const statuses = column(authorizations.csv, 'status');
       if (ids.length !== rows || statuses.some((s) => s !== 'authorized')) throw new Error('the authorizations file did not authorize every row');
       const sales = await runFile(ctx, cardFile('sale', rows), `sales-${rows}.csv`, rows);
-      const captures = await runFile(ctx, captureFile(ids), `captures-${rows}.csv`, rows, true);
+      const runCaptures = () => runFile(ctx, captureFile(ids), `captures-${rows}.csv`, rows, true);
+      let captures;
+      if (process.env.BENCH_CAPTURE_PROFILE) {
+        const profile = await profileWork(ctx, 'captures-profile', runCaptures);
+        captures = profile.work;
+        ctx.log(`capture file profiled: ${profile.profiledMs} ms of samples over ${profile.wallSeconds} s`);
+        for (const c of profile.categories) ctx.log(`  ${String(c.share).padStart(5)}%  ${c.category}`);
+        for (const t of profile.top) ctx.log(`  ${String(t.share).padStart(5)}%  ${t.name}  ${t.file}`);
+      } else captures = await runCaptures();
       const captured = column(captures.csv, 'status').filter((s) => s === 'pending_settlement').length;
       const salesRate = rows / sales.seconds;
       const captureRate = rows / captures.seconds;

@@ -7,18 +7,11 @@
  * settlement, and an operation is never claimed on a transaction a run has settled.
  */
 import {
-  answerOperation,
-  countOperation,
   deleteOperation,
-  findOperation,
-  insertOperation,
   MAX_OPERATIONS_PER_TRANSACTION,
-  operationCounts,
-  pendingOperationOf,
   readMeta,
   surchargeRefunded,
   upgradeShardTables,
-  writeState,
   type OperationBegin,
   type OperationCompleted,
   type OperationCompletion,
@@ -27,11 +20,12 @@ import {
 } from '../../storage/ledger-shard';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
-import { currentNow, pageRecord, type PageCache, type ShardContext } from './reading';
+import { pageRecords, type PageRecord, type ShardContext } from './reading';
+import { OperationStep } from './operation-step';
 import { withOperationDetails } from '../../services/transactions/operation-details';
 // The receipt outbox's hooks live in services/receipts, so this file holds one call each.
 import { operationReceipt } from '../../services/receipts/facts';
-import { armReceipts, queueReceipts } from '../../services/receipts/shard';
+import { armReceipts } from '../../services/receipts/shard';
 
 /**
  * Claims a capture, void or refund of one transaction (docs/transactions.md, "Lifecycle"): in one
@@ -42,49 +36,52 @@ import { armReceipts, queueReceipts } from '../../services/receipts/shard';
  * was never written holds no transaction: nothing is created for an id that names it.
  */
 export async function beginOperation(shard: ShardContext, identity: ShardIdentity, request: OperationRequest): Promise<OperationBegin> {
-  const sql = shard.sql;
-  if (!readMeta(sql)) return { outcome: 'not_found' } satisfies OperationBegin;
-  upgradeShardTables(sql);
-  // Reading a page may await (gzip): done first; what it is now, the checks and the claim below do not await.
-  const found = await pageRecord(sql, identity, request.transactionId, request.query);
-  return claimOperationNow(shard, identity, request, found, true);
+  const [begun] = await beginOperations(shard, identity, [request]);
+  if (!begun) throw new Error('a claim answered nothing');
+  return begun;
 }
 
 /**
  * Many claims in one synchronous step and one write transaction (a batch chunk's rows): every page
- * read first (pages are written once), then each claim exactly as `beginOperation` makes it, each
- * seeing the claims before it.
+ * read first (pages are written once; each read once for all), then what the checks read, a few
+ * statements for the whole group (operation-step.ts), then each claim exactly as `beginOperation`
+ * makes it, each seeing the claims before it, then the claims written together.
  */
 export async function beginOperations(shard: ShardContext, identity: ShardIdentity, requests: readonly OperationRequest[]): Promise<OperationBegin[]> {
   const sql = shard.sql;
   if (!readMeta(sql)) return requests.map(() => ({ outcome: 'not_found' }) satisfies OperationBegin);
   upgradeShardTables(sql);
-  const pages: PageCache = new Map();
-  const found: (Awaited<ReturnType<typeof pageRecord>>)[] = [];
-  for (const request of requests) found.push(await pageRecord(sql, identity, request.transactionId, request.query, pages));
-  return shard.storage.transactionSync(() => requests.map((request, i) => claimOperationNow(shard, identity, request, found[i] ?? null, false)));
+  // Reading a page may await (gzip): done first; what it is now, the checks and the claims below do not await.
+  const found = await pageRecords(sql, identity, requests.map((request) => ({ id: request.transactionId, query: request.query })));
+  return shard.storage.transactionSync(() => {
+    const ids = requests.map((request) => request.transactionId);
+    const step = new OperationStep(sql, identity.merchantId, { keys: requests.map((request) => request.key), ids, found, claims: true });
+    const begun = requests.map((request, i) => claimOperationNow(sql, step, request, found[i] ?? null));
+    step.flush();
+    return begun;
+  });
 }
 
-/** The checks and the claim of one operation, without awaiting; `own`: in a write transaction of its own (else the caller's). */
-function claimOperationNow(shard: ShardContext, identity: ShardIdentity, request: OperationRequest, found: Awaited<ReturnType<typeof pageRecord>>, own: boolean): OperationBegin {
-  const sql = shard.sql;
-  const earlier = findOperation(sql, request.key);
+/** The checks and the claim of one operation, without awaiting, in the step's write transaction. */
+function claimOperationNow(sql: SqlStorage, step: OperationStep, request: OperationRequest, found: PageRecord | null): OperationBegin {
+  const earlier = step.operation(request.key);
   if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
-  const now = currentNow(sql, identity, request.transactionId, found, request.expiredBefore);
+  const now = step.current(request.transactionId, found, request.expiredBefore);
   if (!now || now.stored.record.status === 'processing') return { outcome: 'not_found' } satisfies OperationBegin;
-  const pending = pendingOperationOf(sql, request.transactionId);
+  const pending = step.pendingOf(request.transactionId);
   if (pending) {
     return pending.createdAt < request.staleBefore
       ? ({ outcome: 'abandoned', operation: pending, record: now.stored.record } satisfies OperationBegin)
       : ({ outcome: 'in_progress', since: pending.createdAt } satisfies OperationBegin);
   }
-  const counts = operationCounts(sql, request.transactionId);
+  const counts = step.countsOf(request.transactionId);
   if (counts.operations >= MAX_OPERATIONS_PER_TRANSACTION) {
     const message = `transaction has had ${MAX_OPERATIONS_PER_TRANSACTION} captures, voids and refunds, the most one transaction may have`;
     return { outcome: 'refused', reason: 'limit', message } satisfies OperationBegin;
   }
   const check = checkOperation(request.kind, now.stored.record, now.amountRefunded, request.amount);
   if (!check.ok) return { outcome: 'refused', reason: check.reason, message: check.message } satisfies OperationBegin;
+  // A claim step writes no answers: the refunds answered so far are as SQLite holds them.
   const surchargeProblem = refundSurchargeProblem(sql, request, now.stored.record);
   if (surchargeProblem) return { outcome: 'refused', reason: 'surcharge', message: surchargeProblem } satisfies OperationBegin;
   const operation = {
@@ -97,12 +94,7 @@ function claimOperationNow(shard: ShardContext, identity: ShardIdentity, request
     createdAt: request.now,
     answer: null,
   };
-  const claim = () => {
-    insertOperation(sql, operation);
-    countOperation(sql, request.transactionId, request.kind, counts);
-  };
-  if (own) shard.storage.transactionSync(claim);
-  else claim();
+  step.claim(operation, counts);
   return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
 }
 
@@ -117,27 +109,17 @@ export async function completeOperation(
   identity: ShardIdentity,
   completion: OperationCompletion,
   indexed: (now: string) => Promise<void>,
-  cache?: PageCache,
 ): Promise<OperationCompleted> {
-  upgradeShardTables(shard.sql);
-  const sql = shard.sql;
-  const claimed = findOperation(sql, completion.key);
-  if (!claimed) throw new Error('no such operation was claimed');
-  if (claimed.answer !== null) return { answer: claimed.answer };
-  const approved = completion.result.response === 'approved';
-  // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
-  // merchant's settlement index first, so no run can miss it.
-  if (approved && claimed.kind !== 'void') await indexed(completion.now);
-  const found = await pageRecord(sql, identity, claimed.transactionId, completion.query, cache);
-  const { answer, receipt, current } = answerOperationNow(shard, identity, completion, found, true);
-  await armReceipts(shard.storage, receipt ? [{ page: null, entries: [receipt] }] : []);
-  return { answer, current };
+  const [completed] = await completeOperations(shard, identity, [completion], indexed);
+  if (!completed) throw new Error('an answer answered nothing');
+  return completed;
 }
 
 /**
  * Many claimed operations' answers in one synchronous step and one write transaction (a batch
- * chunk's rows): the settlement index and every page first, then each answer exactly as
- * `completeOperation` applies it, then the receipts they queued armed once.
+ * chunk's rows): the settlement index and every page first, then what the answers read, a few
+ * statements for the whole group, then each answer exactly as `completeOperation` applies it, each
+ * seeing the states the ones before it wrote, written together, then the receipts they queued armed once.
  */
 export async function completeOperations(
   shard: ShardContext,
@@ -147,35 +129,49 @@ export async function completeOperations(
 ): Promise<OperationCompleted[]> {
   upgradeShardTables(shard.sql);
   const sql = shard.sql;
-  const pages: PageCache = new Map();
-  const found: Awaited<ReturnType<typeof pageRecord>>[] = [];
+  const keys = completions.map((completion) => completion.key);
+  const claims = new OperationStep(sql, identity.merchantId, { keys, ids: [], found: [], claims: false });
+  const wants: { id: string; query: OperationCompletion['query'] }[] = [];
+  const unanswered: boolean[] = [];
+  let money: string | null = null;
   for (const completion of completions) {
-    const claimed = findOperation(sql, completion.key);
+    const claimed = claims.operation(completion.key);
     if (!claimed) throw new Error('no such operation was claimed');
-    if (completion.result.response === 'approved' && claimed.kind !== 'void' && claimed.answer === null) await indexed(completion.now);
-    found.push(await pageRecord(sql, identity, claimed.transactionId, completion.query, pages));
+    unanswered.push(claimed.answer === null);
+    // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
+    // merchant's settlement index first, so no run can miss it.
+    if (claimed.answer === null && completion.result.response === 'approved' && claimed.kind !== 'void') money ??= completion.now;
+    wants.push({ id: claimed.transactionId, query: completion.query });
   }
-  const answered = shard.storage.transactionSync(() => completions.map((completion, i) => answerOperationNow(shard, identity, completion, found[i] ?? null, false)));
+  if (money !== null) await indexed(money);
+  // An operation answered already is answered from its key: its page is not read.
+  const found = await pageRecords(sql, identity, wants.filter((_, i) => unanswered[i]));
+  const foundOf: (PageRecord | null)[] = [];
+  let next = 0;
+  for (const isOpen of unanswered) foundOf.push(isOpen ? (found[next++] ?? null) : null);
+  const answered = shard.storage.transactionSync(() => {
+    const step = new OperationStep(sql, identity.merchantId, { keys, ids: wants.map((want) => want.id), found: foundOf, claims: false });
+    const done = completions.map((completion, i) => answerOperationNow(step, completion, foundOf[i] ?? null));
+    step.flush();
+    return done;
+  });
   const receipts = answered.flatMap((a) => (a.receipt ? [a.receipt] : []));
   await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []);
-  return answered.map(({ answer, current }) => ({ answer, current }));
+  return answered.map(({ answer, current }) => (current ? { answer, current } : { answer }));
 }
 
-/** One claimed operation's answer applied, without awaiting; `own`: in a write transaction of its own (else the caller's). */
+/** One claimed operation's answer applied, without awaiting, in the step's write transaction. */
 function answerOperationNow(
-  shard: ShardContext,
-  identity: ShardIdentity,
+  step: OperationStep,
   completion: OperationCompletion,
-  found: Awaited<ReturnType<typeof pageRecord>>,
-  own: boolean,
+  found: PageRecord | null,
 ): OperationCompleted & { receipt: ReturnType<typeof operationReceipt> } {
-  const sql = shard.sql;
-  const claimed = findOperation(sql, completion.key);
+  const claimed = step.operation(completion.key);
   if (!claimed) throw new Error('no such operation was claimed');
   // Another call may have answered this operation while this one awaited.
   if (claimed.answer !== null) return { answer: claimed.answer, receipt: null };
   const approved = completion.result.response === 'approved';
-  const now = currentNow(sql, identity, claimed.transactionId, found, completion.expiredBefore);
+  const now = step.current(claimed.transactionId, found, completion.expiredBefore);
   if (!now) throw new Error('the transaction of a claimed operation is gone');
   const lifecycle = applyOperation(claimed.kind, now.stored.record, now.amountRefunded, claimed.amount, completion.result, {
     now: completion.now,
@@ -192,40 +188,34 @@ function answerOperationNow(
       ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
       : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` },
   );
-  const write = () => {
-    if (approved) {
-      writeState(
-        sql,
-        {
-          stored: { ...now.stored, record: applied.original },
-          original: true,
-          amountRefunded: applied.amountRefunded,
-          unsettled: applied.unsettled,
-          capturedAt: applied.original.captured_at === null ? null : String(applied.original.captured_at),
-          settledOn: now.settledOn,
-        },
-        completion.now,
-      );
-    }
-    if (applied.refund) {
-      writeState(
-        sql,
-        {
-          stored: { ...now.stored, record: applied.refund, requestHash: '', batchId: null, line: null },
-          original: false,
-          amountRefunded: 0,
-          unsettled: approved,
-          capturedAt: approved ? completion.now : null,
-          settledOn: null,
-        },
-        completion.now,
-      );
-    }
-    answerOperation(sql, completion.key, answer);
-    if (receipt) queueReceipts(sql, [{ page: receipt.transactionId, entries: [receipt] }]);
-  };
-  if (own) shard.storage.transactionSync(write);
-  else write();
+  if (approved) {
+    step.writeState(
+      {
+        stored: { ...now.stored, record: applied.original },
+        original: true,
+        amountRefunded: applied.amountRefunded,
+        unsettled: applied.unsettled,
+        capturedAt: applied.original.captured_at === null ? null : String(applied.original.captured_at),
+        settledOn: now.settledOn,
+      },
+      completion.now,
+    );
+  }
+  if (applied.refund) {
+    step.writeState(
+      {
+        stored: { ...now.stored, record: applied.refund, requestHash: '', batchId: null, line: null },
+        original: false,
+        amountRefunded: 0,
+        unsettled: approved,
+        capturedAt: approved ? completion.now : null,
+        settledOn: null,
+      },
+      completion.now,
+    );
+  }
+  step.answer(completion.key, answer);
+  if (receipt) step.queueReceipt(receipt);
   // The transaction as written (as it was, when the processor declined): what the search index takes next.
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };
   return { answer, receipt, current };

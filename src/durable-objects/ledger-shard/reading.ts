@@ -5,9 +5,12 @@
  */
 import { gunzipText } from '../../lib/gzip';
 import {
+  floorPages,
+  MAX_ROW_JSON_BYTES,
   packedField,
-  pageSettlementMark,
+  pageRowSizes,
   readPageRows,
+  readPageRowsAt,
   readStates,
   unpackRecord,
   type PackedRecord,
@@ -76,10 +79,10 @@ export async function findRecords(
   const found = new Map<string, StoredTransaction>();
   for (const row of readPageRows(sql, query)) {
     for (const packed of await decodePage(row)) {
+      // Two columns read to match; only the records asked for are unpacked.
+      if (!wanted.has(String(packedField(packed, 'idempotency_key'))) && !ids.has(String(packedField(packed, 'id')))) continue;
       const stored = unpackRecord(shard.merchantId, packed);
-      if (wanted.has(keyOf(stored)) || ids.has(String(stored.record.id))) {
-        found.set(keyOf(stored), query.current ? { ...stored, record: presentRecord(stored.record, pageSettlement(row), query.current.expiredBefore), amountRefunded: 0 } : stored);
-      }
+      found.set(keyOf(stored), query.current ? { ...stored, record: presentRecord(stored.record, pageSettlement(row), query.current.expiredBefore), amountRefunded: 0 } : stored);
     }
   }
   for (const key of wanted) {
@@ -100,46 +103,82 @@ export interface PageRecord {
   row: { page: string; seq: number };
 }
 
-/**
- * A transaction's record as its page holds it (the page is decompressed: this awaits), and where;
- * null when its page holds no such id. What it is now is read after, without awaiting: `currentNow`.
- */
-export async function pageRecord(sql: SqlStorage, shard: ShardIdentity, id: string, query: ShardQuery, cache?: PageCache): Promise<PageRecord | null> {
-  for (const row of readPageRows(sql, { exact: query.exact, floor: query.floor })) {
-    if (cache) {
-      // A page row is written once: its records, unpacked by id, serve every operation of the call.
-      const key = `${row.page}\n${row.seq}`;
-      let byId = cache.get(key);
-      if (!byId) {
-        byId = new Map((await decodePage(row)).map((packed) => unpackRecord(shard.merchantId, packed)).map((stored) => [String(stored.record.id), stored]));
-        cache.set(key, byId);
-      }
-      const stored = byId.get(id);
-      if (stored) return { stored, row: { page: row.page, seq: row.seq } };
-      continue;
-    }
-    for (const packed of await decodePage(row)) {
-      const stored = unpackRecord(shard.merchantId, packed);
-      if (String(stored.record.id) === id) return { stored, row: { page: row.page, seq: row.seq } };
-    }
-  }
-  return null;
+/** A transaction wanted from its page: its id, and where its record is (ShardQuery's pages). */
+export interface PageWant {
+  id: string;
+  query: ShardQuery;
 }
 
-/** The records of page rows one call of many operations has read, by page row and id (at most the shard's pages a chunk names). */
-export type PageCache = Map<string, Map<string, PageRecord['stored']>>;
+/**
+ * Page rows' stored bytes one read holds at most: a few rows (each at most MAX_ROW_JSON_BYTES), so
+ * many operations' pages are read in a few statements without holding every page at once.
+ */
+const PAGE_BYTES_PER_READ = 8 * MAX_ROW_JSON_BYTES;
 
 /**
- * The current record of one transaction, read in one synchronous step (no await: a settlement run
- * cannot mark its page between this read and the caller's write): its state row, else its page's
- * record with the page's settlement mark as it is now, expired past its authorization's life.
+ * Each wanted transaction's record as its page holds it, and where (null when none of its pages
+ * holds that id): every page named is read once for all of them, a few rows a statement, and each
+ * decompressed (this awaits) with only the wanted records unpacked. What they are now is read
+ * after, without awaiting: `currentNow`.
  */
-export function currentNow(sql: SqlStorage, shard: ShardIdentity, id: string, found: PageRecord | null, expiredBefore: string): StateRow | null {
-  const state = readStates(sql, shard.merchantId, [id]).get(id);
+export async function pageRecords(sql: SqlStorage, shard: ShardIdentity, wants: readonly PageWant[]): Promise<(PageRecord | null)[]> {
+  const floors = floorPages(sql, wants.flatMap((want) => want.query.floor));
+  const pagesOf = wants.map((want) => new Set([...want.query.exact, ...want.query.floor.flatMap((value) => floors.get(value) ?? [])]));
+  const wantedIn = new Map<string, Set<string>>();
+  wants.forEach((want, i) => {
+    for (const page of pagesOf[i] ?? []) {
+      const ids = wantedIn.get(page) ?? new Set<string>();
+      ids.add(want.id);
+      wantedIn.set(page, ids);
+    }
+  });
+  // By page and id: a want takes its id only from its own pages.
+  const found = new Map<string, PageRecord>();
+  const reads: { page: string; seq: number }[][] = [];
+  let bytes = 0;
+  for (const row of pageRowSizes(sql, [...wantedIn.keys()])) {
+    if (reads.length === 0 || bytes + row.bytes > PAGE_BYTES_PER_READ) {
+      reads.push([]);
+      bytes = 0;
+    }
+    reads.at(-1)?.push(row);
+    bytes += row.bytes;
+  }
+  for (const read of reads) {
+    for (const row of readPageRowsAt(sql, read)) {
+      const ids = wantedIn.get(row.page);
+      if (!ids) continue;
+      for (const packed of await decodePage(row)) {
+        const id = String(packedField(packed, 'id'));
+        if (ids.has(id) && !found.has(`${row.page}\n${id}`)) found.set(`${row.page}\n${id}`, { stored: unpackRecord(shard.merchantId, packed), row: { page: row.page, seq: row.seq } });
+      }
+    }
+  }
+  return wants.map((want, i) => {
+    for (const page of [...(pagesOf[i] ?? [])].sort()) {
+      const record = found.get(`${page}\n${want.id}`);
+      if (record) return record;
+    }
+    return null;
+  });
+}
+
+/**
+ * The current record of one transaction, from what was read in one synchronous step (no await: a
+ * settlement run cannot mark its page between the read and the caller's write): its state row,
+ * else its page's record with the page row's settlement mark as it is now (`mark`), expired past
+ * its authorization's life.
+ */
+export function currentNow(
+  state: StateRow | undefined,
+  found: PageRecord | null,
+  mark: (row: PageRecord['row']) => { settledOn: string | null; settledAt: string | null },
+  expiredBefore: string,
+): StateRow | null {
   if (state) return { ...state, stored: currentOf(state, expiredBefore) };
   if (!found) return null;
   const { stored } = found;
-  const settlement = pageSettlementMark(sql, found.row);
+  const settlement = mark(found.row);
   return {
     stored: { ...stored, record: presentRecord(stored.record, settlement, expiredBefore) },
     original: true,

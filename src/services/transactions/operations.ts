@@ -86,6 +86,8 @@ export async function operateMany(env: Env, caller: Caller, inputs: readonly Ope
   const shared = new SharedProcessors(env, caller, clock);
   const groups = new Map<string, { shard: Shard; items: { index: number; call: OperationCall; request: OperationRequest }[] }>();
   const locations = await locateMany(env, caller.merchantId, inputs.map((input) => input.transactionId), now);
+  // A file's rows mostly send the same body (`{"amount":null}`): each distinct one hashed once.
+  const hashes = new RequestHashes();
   for (const [index, input] of inputs.entries()) {
     const located = locations[index];
     if (!located) throw new Error('a transaction was not located');
@@ -105,7 +107,7 @@ export async function operateMany(env: Env, caller: Caller, inputs: readonly Ope
       kind: input.kind,
       key: `${input.transactionId}:${input.kind}:${clientKey}`,
       // FluidPay's capture and refund details are part of the request (another set under the key is a conflict).
-      requestHash: await sha256Hex(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
+      requestHash: await hashes.of(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
       amount: input.amount,
       ...(input.details?.surcharge ? { surcharge: input.details.surcharge } : {}),
       now: isoTimestamp(now),
@@ -173,6 +175,19 @@ function unclaimed(begun: Exclude<OperationBegin, { outcome: 'claimed' }>, reque
       return { ok: false, reason: 'in_progress', message: `another operation on this transaction is in progress (since ${begun.outcome === 'in_progress' ? begun.since : begun.operation.createdAt}); ask again shortly` };
     case 'refused':
       return { ok: false, reason: begun.reason, message: begun.message };
+  }
+}
+
+/** Request fingerprints of one call, each distinct body hashed once (at most one per input). */
+class RequestHashes {
+  readonly #known = new Map<string, Promise<string>>();
+  of(body: string): Promise<string> {
+    let hash = this.#known.get(body);
+    if (!hash) {
+      hash = sha256Hex(body);
+      this.#known.set(body, hash);
+    }
+    return hash;
   }
 }
 

@@ -13,3 +13,4 @@ export * from './states';
 export * from './settlement';
 export * from './handoff';
 export * from './operations';
+export * from './bulk';

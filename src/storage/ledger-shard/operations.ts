@@ -18,9 +18,9 @@ export interface OperationRow {
   answer: string | null;
 }
 
-type OperationSql = { key: string; transaction_id: string; kind: OperationKind; request_hash: string; amount: number; refund_id: string | null; created_at: string; answer: string | null };
+export type OperationSql = { key: string; transaction_id: string; kind: OperationKind; request_hash: string; amount: number; refund_id: string | null; created_at: string; answer: string | null };
 
-function operationFromSql(row: OperationSql): OperationRow {
+export function operationFromSql(row: OperationSql): OperationRow {
   return {
     key: row.key,
     transactionId: row.transaction_id,
@@ -31,11 +31,6 @@ function operationFromSql(row: OperationSql): OperationRow {
     createdAt: row.created_at,
     answer: row.answer,
   };
-}
-
-export function findOperation(sql: SqlStorage, key: string): OperationRow | null {
-  const row = sql.exec<OperationSql>('SELECT * FROM operations WHERE key = ?', key).toArray()[0];
-  return row ? operationFromSql(row) : null;
 }
 
 /**
@@ -53,12 +48,6 @@ if (MAX_OPERATIONS_PER_TRANSACTION * MAX_OPERATION_ROW_BYTES > DURABLE_OBJECTS.s
   throw new Error("one transaction's operations could pass half of an object's storage");
 }
 
-/** The operation claimed and not answered yet on a transaction, if any (one at a time: at most one row read). */
-export function pendingOperationOf(sql: SqlStorage, transactionId: string): OperationRow | null {
-  const row = sql.exec<OperationSql>('SELECT * FROM operations INDEXED BY operations_pending WHERE transaction_id = ? AND answer IS NULL LIMIT 1', transactionId).toArray()[0];
-  return row ? operationFromSql(row) : null;
-}
-
 /** Which of `ids` have an operation claimed and not answered (a settlement run leaves them out). */
 export function transactionsInFlight(sql: SqlStorage, ids: readonly string[]): Set<string> {
   if (ids.length === 0) return new Set();
@@ -69,45 +58,6 @@ export function transactionsInFlight(sql: SqlStorage, ids: readonly string[]): S
     )
     .toArray();
   return new Set(rows.map((row) => row.id));
-}
-
-/**
- * How many operations a transaction has had, and how many of them were refunds: one row, whatever
- * came before. A transaction operated on before the counts existed is counted once from its rows.
- */
-export function operationCounts(sql: SqlStorage, transactionId: string): { operations: number; refunds: number } {
-  const row = sql.exec<{ operations: number; refunds: number }>('SELECT operations, refunds FROM operation_counts WHERE transaction_id = ?', transactionId).toArray()[0];
-  if (row) return row;
-  return sql
-    .exec<{ operations: number; refunds: number }>(
-      "SELECT COUNT(*) AS operations, COALESCE(SUM(kind = 'refund'), 0) AS refunds FROM operations WHERE transaction_id = ?",
-      transactionId,
-    )
-    .one();
-}
-
-/** Counts a claimed operation (in the step that inserts it); `before` is what operationCounts answered. */
-export function countOperation(sql: SqlStorage, transactionId: string, kind: OperationKind, before: { operations: number; refunds: number }): void {
-  sql.exec(
-    `INSERT INTO operation_counts (transaction_id, operations, refunds) VALUES (?, ?, ?)
-     ON CONFLICT (transaction_id) DO UPDATE SET operations = excluded.operations, refunds = excluded.refunds`,
-    transactionId,
-    before.operations + 1,
-    before.refunds + (kind === 'refund' ? 1 : 0),
-  );
-}
-
-export function insertOperation(sql: SqlStorage, op: OperationRow): void {
-  sql.exec(
-    'INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)',
-    op.key,
-    op.transactionId,
-    op.kind,
-    op.requestHash,
-    op.amount,
-    op.refundId,
-    op.createdAt,
-  );
 }
 
 /**
@@ -124,10 +74,6 @@ export function surchargeRefunded(sql: SqlStorage, transactionId: string): numbe
       transactionId,
     )
     .one().total;
-}
-
-export function answerOperation(sql: SqlStorage, key: string, answer: string): void {
-  sql.exec('UPDATE operations SET answer = ? WHERE key = ?', answer, key);
 }
 
 export function deleteOperation(sql: SqlStorage, key: string): void {

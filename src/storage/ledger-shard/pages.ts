@@ -115,21 +115,42 @@ export function recordedKeys(sql: SqlStorage, page: string): Set<string> {
  */
 export function readPageRows(sql: SqlStorage, pages: { exact: readonly string[]; floor: readonly string[] }): PageRow[] {
   if (!hasTables(sql)) return [];
-  const names = new Set(pages.exact);
-  for (const value of pages.floor) {
-    const found = sql.exec<{ page: string | null }>('SELECT MAX(page) AS page FROM pages WHERE page <= ?', value).one().page;
-    if (found !== null) names.add(found);
-  }
+  const names = new Set([...pages.exact, ...floorPages(sql, pages.floor).values()]);
   if (names.size === 0) return [];
   return sql
     .exec<PageRow>('SELECT page, seq, format, records, settled_on, settled_at FROM pages WHERE page IN (SELECT value FROM json_each(?)) ORDER BY page, seq', JSON.stringify([...names]))
     .toArray();
 }
 
-/** A page row's settlement mark as it is now (a settlement run may have marked it since it was read). */
-export function pageSettlementMark(sql: SqlStorage, row: { page: string; seq: number }): { settledOn: string | null; settledAt: string | null } {
-  const mark = sql.exec<{ settled_on: string | null; settled_at: string | null }>('SELECT settled_on, settled_at FROM pages WHERE page = ? AND seq = ?', row.page, row.seq).toArray()[0];
-  return { settledOn: mark?.settled_on ?? null, settledAt: mark?.settled_at ?? null };
+/**
+ * The page each `floor` value finds (the page with the greatest name not above it), for many values
+ * in two statements: the page the lowest value finds, then the names from it to the highest value,
+ * matched in order. Floors name a batch shard's chunk pages (an API shard's are looked up by name),
+ * so the names read are at most one file's chunk pages (its rows / BATCH_CHUNK_ROWS: 1,000 for
+ * 500,000 rows in chunks of 500), some 40 bytes each.
+ */
+export function floorPages(sql: SqlStorage, floors: readonly string[]): Map<string, string> {
+  const found = new Map<string, string>();
+  if (floors.length === 0 || !hasTables(sql)) return found;
+  const sorted = [...new Set(floors)].sort(byCodeUnit);
+  const lowest = sorted[0] as string;
+  const highest = sorted[sorted.length - 1] as string;
+  const first = sql.exec<{ page: string | null }>('SELECT MAX(page) AS page FROM pages WHERE page <= ?', lowest).one().page;
+  const names = sql
+    .exec<{ page: string }>('SELECT DISTINCT page FROM pages WHERE page >= ? AND page <= ? ORDER BY page', first ?? '', highest)
+    .toArray()
+    .map((row) => row.page);
+  let at = -1;
+  for (const floor of sorted) {
+    while (at + 1 < names.length && byCodeUnit(names[at + 1] as string, floor) <= 0) at++;
+    if (at >= 0) found.set(floor, names[at] as string);
+  }
+  return found;
+}
+
+/** SQLite's BINARY order of text (by UTF-8 bytes, which for these ASCII names is by code unit). */
+function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**

@@ -1,0 +1,117 @@
+/**
+ * One synchronous step of a ledger shard's captures, voids and refunds (operations.ts), for one
+ * operation or a batch chunk's many: what the step's checks read is read at its start, a few
+ * statements per table for the whole group (storage/ledger-shard/bulk.ts), and what it writes is
+ * held here and written at its end the same way. Each operation sees the ones before it in the
+ * step through these maps (a claim its earlier claims, an answer the states earlier answers
+ * wrote), exactly as if each had read and written SQLite itself; nothing here awaits, so no other
+ * call (a settlement run, an API operation) runs between the reads and the writes.
+ */
+import {
+  answerOperations,
+  findOperations,
+  insertOperations,
+  operationCountsOf,
+  pageMarks,
+  pageRowKey,
+  pendingOperationsOf,
+  readStatesOf,
+  writeOperationCounts,
+  writeStates,
+  type OperationCounts,
+  type OperationRow,
+  type StateRow,
+} from '../../storage/ledger-shard';
+import type { ReceiptEntry } from '../../storage/receipt-outbox';
+import { queueReceipts } from '../../services/receipts/shard';
+import { currentNow, type PageRecord } from './reading';
+
+type Mark = { settledOn: string | null; settledAt: string | null };
+
+export class OperationStep {
+  readonly #sql: SqlStorage;
+  readonly #operations: Map<string, OperationRow>;
+  readonly #pending: Map<string, OperationRow>;
+  readonly #counts: Map<string, OperationCounts>;
+  readonly #states: Map<string, StateRow>;
+  readonly #marks: Map<string, Mark>;
+  readonly #claims: OperationRow[] = [];
+  readonly #countsWritten = new Map<string, OperationCounts>();
+  readonly #answers: OperationRow[] = [];
+  readonly #stateWrites: { state: StateRow; updatedAt: string }[] = [];
+  readonly #receipts: ReceiptEntry[] = [];
+
+  /**
+   * Reads, for the step: the operations under `keys`, the states of `ids` (and, with `claims`, the
+   * operation pending on each and its counts), and the settlement marks of the page rows `found`.
+   */
+  constructor(sql: SqlStorage, merchantId: string, read: { keys: readonly string[]; ids: readonly string[]; found: readonly (PageRecord | null)[]; claims: boolean }) {
+    this.#sql = sql;
+    this.#operations = findOperations(sql, read.keys);
+    this.#pending = read.claims ? pendingOperationsOf(sql, read.ids) : new Map();
+    this.#counts = read.claims ? operationCountsOf(sql, read.ids) : new Map();
+    this.#states = readStatesOf(sql, merchantId, read.ids);
+    this.#marks = pageMarks(sql, [...new Set(read.found.flatMap((f) => (f ? [f.row.page] : [])))]);
+  }
+
+  /** The operation under `key` as the step has it now. */
+  operation(key: string): OperationRow | null {
+    return this.#operations.get(key) ?? null;
+  }
+
+  /** The operation claimed and not answered on a transaction (the step's claims included). */
+  pendingOf(transactionId: string): OperationRow | null {
+    return this.#pending.get(transactionId) ?? null;
+  }
+
+  countsOf(transactionId: string): OperationCounts {
+    return this.#counts.get(transactionId) ?? { operations: 0, refunds: 0 };
+  }
+
+  /** A transaction as it is now (reading.ts `currentNow`), the step's state writes included. */
+  current(transactionId: string, found: PageRecord | null, expiredBefore: string): StateRow | null {
+    return currentNow(this.#states.get(transactionId), found, (row) => this.#marks.get(pageRowKey(row)) ?? { settledOn: null, settledAt: null }, expiredBefore);
+  }
+
+  /** Records a claim and counts it (`before`: what countsOf answered). */
+  claim(operation: OperationRow, before: OperationCounts): void {
+    const counts = { operations: before.operations + 1, refunds: before.refunds + (operation.kind === 'refund' ? 1 : 0) };
+    this.#claims.push(operation);
+    this.#operations.set(operation.key, operation);
+    this.#pending.set(operation.transactionId, operation);
+    this.#counts.set(operation.transactionId, counts);
+    this.#countsWritten.set(operation.transactionId, counts);
+  }
+
+  /** Keeps an operation's answer under its key (it is no longer pending). */
+  answer(key: string, answer: string): void {
+    const claimed = this.#operations.get(key);
+    if (!claimed) throw new Error('no such operation was claimed');
+    const answered = { ...claimed, answer };
+    this.#operations.set(key, answered);
+    if (this.#pending.get(claimed.transactionId)?.key === key) this.#pending.delete(claimed.transactionId);
+    this.#answers.push(answered);
+  }
+
+  writeState(state: StateRow, updatedAt: string): void {
+    this.#states.set(String(state.stored.record.id), state);
+    this.#stateWrites.push({ state, updatedAt });
+  }
+
+  /** A receipt to queue with the step's writes (an outbox row of its own, as one operation queues it). */
+  queueReceipt(receipt: ReceiptEntry): void {
+    this.#receipts.push(receipt);
+  }
+
+  /** Writes what the step recorded; call inside the step's storage transaction. */
+  flush(): void {
+    insertOperations(this.#sql, this.#claims);
+    writeOperationCounts(this.#sql, this.#countsWritten);
+    writeStates(this.#sql, this.#stateWrites);
+    answerOperations(this.#sql, this.#answers);
+    queueReceipts(
+      this.#sql,
+      this.#receipts.map((receipt) => ({ page: receipt.transactionId, entries: [receipt] })),
+    );
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * Many rows of a ledger shard's operations, counts, states and page marks read or written a group
+ * at a time (a batch chunk's captures, voids and refunds): the values travel as one JSON array
+ * bound to `json_each`, one bound parameter however many rows (SQLite's limit is
+ * DURABLE_OBJECTS.boundParameters), each array cut to at most half of the 2 MB a bound string may
+ * hold (DURABLE_OBJECTS.rowBytes). A group of any size takes a few statements per table, not one
+ * per row; the statement text itself is fixed and short (DURABLE_OBJECTS.statementBytes).
+ */
+import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
+import { utf8Bytes, type PageRow } from './pages';
+import { packRecord } from './records';
+import { hasTables } from './schema';
+import { readStates, type StateRow } from './states';
+import { operationFromSql, type OperationRow, type OperationSql } from './operations';
+
+/** The JSON one bound parameter carries at most. */
+export const JSON_PARAMETER_BYTES = DURABLE_OBJECTS.rowBytes * HALF;
+
+/**
+ * `values` as JSON arrays of at most JSON_PARAMETER_BYTES each, in order (a value larger than that
+ * alone would travel alone; every value here is an id, a key or one record, far under it).
+ */
+export function jsonArrays(values: readonly unknown[]): string[] {
+  const arrays: string[] = [];
+  let parts: string[] = [];
+  let size = 2;
+  for (const value of values) {
+    const text = JSON.stringify(value);
+    const bytes = utf8Bytes(text) + 1;
+    if (parts.length > 0 && size + bytes > JSON_PARAMETER_BYTES) {
+      arrays.push(`[${parts.join(',')}]`);
+      parts = [];
+      size = 2;
+    }
+    parts.push(text);
+    size += bytes;
+  }
+  if (parts.length > 0) arrays.push(`[${parts.join(',')}]`);
+  return arrays;
+}
+
+/** The operations under `keys` (claimed or answered), by key. */
+export function findOperations(sql: SqlStorage, keys: readonly string[]): Map<string, OperationRow> {
+  const found = new Map<string, OperationRow>();
+  for (const array of jsonArrays([...new Set(keys)])) {
+    for (const row of sql.exec<OperationSql>('SELECT * FROM operations WHERE key IN (SELECT value FROM json_each(?))', array)) found.set(row.key, operationFromSql(row));
+  }
+  return found;
+}
+
+/** The operation claimed and not answered on each of `ids` that has one (one at a time per transaction), by transaction. */
+export function pendingOperationsOf(sql: SqlStorage, ids: readonly string[]): Map<string, OperationRow> {
+  const found = new Map<string, OperationRow>();
+  for (const array of jsonArrays([...new Set(ids)])) {
+    const rows = sql.exec<OperationSql>(
+      'SELECT * FROM operations INDEXED BY operations_pending WHERE answer IS NULL AND transaction_id IN (SELECT value FROM json_each(?))',
+      array,
+    );
+    for (const row of rows) if (!found.has(row.transaction_id)) found.set(row.transaction_id, operationFromSql(row));
+  }
+  return found;
+}
+
+export type OperationCounts = { operations: number; refunds: number };
+
+/**
+ * How many operations each of `ids` has had, and how many were refunds (declined or not, each claim
+ * counted once; bounded by MAX_OPERATIONS_PER_TRANSACTION): its counts row, one row whatever came
+ * before, else (operated on before the counts existed, or never) counted from its rows.
+ */
+export function operationCountsOf(sql: SqlStorage, ids: readonly string[]): Map<string, OperationCounts> {
+  const counts = new Map<string, OperationCounts>();
+  const distinct = [...new Set(ids)];
+  for (const array of jsonArrays(distinct)) {
+    const rows = sql.exec<{ id: string; operations: number; refunds: number }>(
+      'SELECT transaction_id AS id, operations, refunds FROM operation_counts WHERE transaction_id IN (SELECT value FROM json_each(?))',
+      array,
+    );
+    for (const row of rows) counts.set(row.id, { operations: row.operations, refunds: row.refunds });
+  }
+  const uncounted = distinct.filter((id) => !counts.has(id));
+  for (const array of jsonArrays(uncounted)) {
+    const rows = sql.exec<{ id: string; operations: number; refunds: number }>(
+      `SELECT transaction_id AS id, COUNT(*) AS operations, COALESCE(SUM(kind = 'refund'), 0) AS refunds FROM operations INDEXED BY operations_transaction
+       WHERE transaction_id IN (SELECT value FROM json_each(?)) GROUP BY transaction_id`,
+      array,
+    );
+    for (const row of rows) counts.set(row.id, { operations: row.operations, refunds: row.refunds });
+  }
+  for (const id of uncounted) if (!counts.has(id)) counts.set(id, { operations: 0, refunds: 0 });
+  return counts;
+}
+
+/** The states of `ids` that have one (readStates, a parameter's worth at a time). */
+export function readStatesOf(sql: SqlStorage, merchantId: string, ids: readonly string[]): Map<string, StateRow> {
+  const found = new Map<string, StateRow>();
+  for (const array of jsonArrays([...new Set(ids)])) for (const [id, state] of readStates(sql, merchantId, JSON.parse(array) as string[])) found.set(id, state);
+  return found;
+}
+
+/** The key of a page row in the maps below. */
+export function pageRowKey(row: { page: string; seq: number }): string {
+  return `${row.page}\n${row.seq}`;
+}
+
+/** The settlement marks of every row of the pages `names`, as they are now, by pageRowKey (no records read). */
+export function pageMarks(sql: SqlStorage, names: readonly string[]): Map<string, { settledOn: string | null; settledAt: string | null }> {
+  const marks = new Map<string, { settledOn: string | null; settledAt: string | null }>();
+  if (!hasTables(sql)) return marks;
+  for (const array of jsonArrays([...new Set(names)])) {
+    const rows = sql.exec<{ page: string; seq: number; settled_on: string | null; settled_at: string | null }>(
+      'SELECT page, seq, settled_on, settled_at FROM pages WHERE page IN (SELECT value FROM json_each(?))',
+      array,
+    );
+    for (const row of rows) marks.set(pageRowKey(row), { settledOn: row.settled_on ?? null, settledAt: row.settled_at ?? null });
+  }
+  return marks;
+}
+
+/** Claims, not answered yet. */
+export function insertOperations(sql: SqlStorage, ops: readonly OperationRow[]): void {
+  for (const array of jsonArrays(ops.map((op) => [op.key, op.transactionId, op.kind, op.requestHash, op.amount, op.refundId, op.createdAt]))) {
+    sql.exec(
+      `INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+         json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), NULL FROM json_each(?)`,
+      array,
+    );
+  }
+}
+
+/** Each transaction's counts as they now are, written in the step that inserts its claim (one row per transaction). */
+export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string, OperationCounts>): void {
+  for (const array of jsonArrays([...counts].map(([id, c]) => [id, c.operations, c.refunds]))) {
+    sql.exec(
+      `INSERT INTO operation_counts (transaction_id, operations, refunds)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?) WHERE true
+       ON CONFLICT (transaction_id) DO UPDATE SET operations = excluded.operations, refunds = excluded.refunds`,
+      array,
+    );
+  }
+}
+
+/**
+ * Answers kept under their keys: each claimed row written again with
+ * its answer, an upsert found by the primary key (an UPDATE joined to the list would scan the
+ * table). The answers travel as one JSON object by key, so each answer (about 2 KB) is read out of
+ * the parameter once, not parsed again per column.
+ */
+export function answerOperations(sql: SqlStorage, answered: readonly OperationRow[]): void {
+  const byKey = new Map(answered.map((op) => [op.key, op.answer]));
+  for (const object of jsonObjects([...byKey])) {
+    sql.exec(
+      `INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer)
+       SELECT o.key, o.transaction_id, o.kind, o.request_hash, o.amount, o.refund_id, o.created_at, given.value
+       FROM json_each(?) AS given CROSS JOIN operations AS o ON o.key = given.key WHERE true
+       ON CONFLICT (key) DO UPDATE SET answer = excluded.answer`,
+      object,
+    );
+  }
+}
+
+/** `entries` as JSON objects (key → value) of at most JSON_PARAMETER_BYTES each, as jsonArrays cuts arrays. */
+export function jsonObjects(entries: readonly (readonly [string, unknown])[]): string[] {
+  const objects: string[] = [];
+  let parts: string[] = [];
+  let size = 2;
+  for (const [key, value] of entries) {
+    const text = `${JSON.stringify(key)}:${JSON.stringify(value)}`;
+    const bytes = utf8Bytes(text) + 1;
+    if (parts.length > 0 && size + bytes > JSON_PARAMETER_BYTES) {
+      objects.push(`{${parts.join(',')}}`);
+      parts = [];
+      size = 2;
+    }
+    parts.push(text);
+    size += bytes;
+  }
+  if (parts.length > 0) objects.push(`{${parts.join(',')}}`);
+  return objects;
+}
+
+/** States written as writeState writes one (one per transaction: the last given wins), each with its time. */
+export function writeStates(sql: SqlStorage, states: readonly { state: StateRow; updatedAt: string }[]): void {
+  const last = new Map<string, unknown[]>();
+  for (const { state, updatedAt } of states) {
+    const id = String(state.stored.record.id);
+    last.set(id, [
+      id,
+      state.original ? 1 : 0,
+      JSON.stringify(packRecord(state.stored)),
+      state.amountRefunded,
+      state.unsettled ? 1 : 0,
+      state.capturedAt,
+      state.settledOn,
+      updatedAt,
+    ]);
+  }
+  for (const array of jsonArrays([...last.values()])) {
+    sql.exec(
+      `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+         json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') FROM json_each(?) WHERE true
+       ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
+         captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,
+      array,
+    );
+  }
+}
+
+/** The rows of the pages `names` and each row's stored size, in page order (no records read). */
+export function pageRowSizes(sql: SqlStorage, names: readonly string[]): { page: string; seq: number; bytes: number }[] {
+  if (!hasTables(sql)) return [];
+  const rows: { page: string; seq: number; bytes: number }[] = [];
+  for (const array of jsonArrays([...new Set(names)])) {
+    rows.push(
+      ...sql
+        .exec<{ page: string; seq: number; bytes: number }>('SELECT page, seq, length(records) AS bytes FROM pages WHERE page IN (SELECT value FROM json_each(?)) ORDER BY page, seq', array)
+        .toArray(),
+    );
+  }
+  return rows;
+}
+
+/** The page rows `rows` names, with their records (the caller bounds how many bytes one read holds). */
+export function readPageRowsAt(sql: SqlStorage, rows: readonly { page: string; seq: number }[]): PageRow[] {
+  const read: PageRow[] = [];
+  for (const array of jsonArrays(rows.map((row) => [row.page, row.seq]))) {
+    read.push(
+      ...sql
+        .exec<PageRow>(
+          `SELECT page, seq, format, records, settled_on, settled_at FROM pages
+           WHERE (page, seq) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)) ORDER BY page, seq`,
+          array,
+        )
+        .toArray(),
+    );
+  }
+  return read;
+}
