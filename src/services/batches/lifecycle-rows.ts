@@ -13,7 +13,7 @@ import { isoTimestamp, type Clock } from '../../lib/time';
 import type { RowError, TransactionContext, TransactionInput, TransactionOutcome, TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationKind } from '../../storage/ledger-shard';
 import { indexOperations } from '../search/operation-changes';
-import { runUnindexedOperations, type OperationInput, type OperationOutcome } from '../transactions/operations';
+import { operateMany, type OperationInput, type OperationOutcome } from '../transactions/operations';
 import { invalidRecord } from '../transactions/records';
 import { parseAmount } from '../transactions/validation';
 
@@ -133,15 +133,16 @@ export async function runLifecycleRows(
     toRun.push({ index, request, input: { transactionId, kind: row.kind, amount: row.amount, idempotencyKey: request.idempotencyKey, ipAddress: context.ipAddress } });
   }
   // The API's operations, their round trips shared (one claim and one answer call per ledger shard).
-  const operated = await runUnindexedOperations(env, caller, toRun.map((r) => r.input), clock);
-  // Indexed for search before the chunk's results are written, as the API indexes before it answers.
+  const runs = await operateMany(env, caller, toRun.map((r) => r.input), clock);
+  // Indexed for search before the chunk's results are written, as the API indexes before it answers,
+  // with each transaction as its shard's answer left it.
   await indexOperations(
     env,
     caller,
-    operated.map((outcome, i) => ({ transactionId: toRun[i]?.input.transactionId ?? '', answered: outcome.ok ? outcome.record : null })),
+    runs.map(({ outcome, current }, i) => ({ transactionId: toRun[i]?.input.transactionId ?? '', answered: outcome.ok ? outcome.record : null, current })),
     clock,
   );
-  operated.forEach((outcome, i) => {
+  runs.forEach(({ outcome }, i) => {
     const run = toRun[i];
     if (run) outcomes[run.index] = fromOperation(run.request, run.input.transactionId, outcome, refused);
   });

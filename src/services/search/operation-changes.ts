@@ -62,12 +62,18 @@ export async function currentTransactions(env: Env, caller: Caller, ids: readonl
 export async function indexOperations(
   env: Env,
   caller: Caller,
-  operations: readonly { transactionId: string; answered: TransactionRecord | null }[],
+  operations: readonly { transactionId: string; answered: TransactionRecord | null; current?: CurrentTransaction | null }[],
   clock: Clock,
 ): Promise<void> {
-  const changed = operations.filter((op): op is { transactionId: string; answered: TransactionRecord } => op.answered !== null);
+  const changed = operations.filter((op): op is { transactionId: string; answered: TransactionRecord; current?: CurrentTransaction | null } => op.answered !== null);
   if (changed.length === 0) return;
-  const current = await currentTransactions(env, caller, changed.map((op) => op.transactionId), clock);
+  // The transaction as its ledger shard's answer left it, when the answer carried it (the shard
+  // that applied the operation); read again only for the others (an operation another call had
+  // answered first).
+  const current = new Map<string, CurrentTransaction>();
+  for (const op of changed) if (op.current) current.set(op.transactionId, op.current);
+  const unread = changed.filter((op) => !current.has(op.transactionId)).map((op) => op.transactionId);
+  if (unread.length > 0) for (const [id, now] of await currentTransactions(env, caller, unread, clock)) current.set(id, now);
   // One change call per day object: a transaction's day, in its shard's part.
   const byDay = new Map<string, { day: string; part: number; changes: { id: string; shard: string; record: TransactionRecord; amountRefunded: number }[] }>();
   const pairs: { shard: string; day: string }[] = [];

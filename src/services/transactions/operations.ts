@@ -68,11 +68,6 @@ export async function operate(env: Env, caller: Caller, input: OperationInput, c
   return run;
 }
 
-/** `operateMany`'s outcomes alone (a batch chunk's rows, whose caller indexes them grouped). */
-export async function runUnindexedOperations(env: Env, caller: Caller, inputs: readonly OperationInput[], clock: Clock): Promise<OperationOutcome[]> {
-  return (await operateMany(env, caller, inputs, clock)).map((run) => run.outcome);
-}
-
 /**
  * Operations on many transactions (a batch file's capture, void and refund rows), each exactly as
  * `runOperation` runs one, with the round trips shared: one claim call and one answer call per
