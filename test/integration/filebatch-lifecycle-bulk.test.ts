@@ -191,6 +191,20 @@ describe('a chunk of many lifecycle rows delivered twice', () => {
       expect(await sandboxCalls(`${txn}:refund`)).toEqual([{ type: 'refund', chargeCalls: 1 }]);
       expect(await get(txn)).toMatchObject({ amount_refunded: 250 });
     }
+    // The search index says what the ledger says: each transaction as the rows left it.
+    for (const [i, txn] of auths.entries()) {
+      const found = await searchOne(txn);
+      expect(found).toMatchObject(i < 3 ? { status: 'pending_settlement', amount_captured: 1000 } : i < 6 ? { status: 'pending_settlement', amount_captured: 400 } : { status: 'voided' });
+    }
+    for (const txn of sales) expect(await searchOne(txn)).toMatchObject({ status: 'partially_refunded' });
+  }
+
+  async function searchOne(id: string): Promise<TxRecord | undefined> {
+    const response = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { transaction_id: { operator: '=', value: id } } });
+    expect(response.status).toBe(200);
+    const { data } = await response.json<{ data: TxRecord[] }>();
+    expect(data).toHaveLength(1);
+    return data[0];
   }
 
   it('one after the other: each row acts once, its result line the first answer', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
