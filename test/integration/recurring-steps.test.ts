@@ -115,20 +115,29 @@ describe('the billing object', () => {
     // The run as start() leaves it, its alarm an hour ahead so that only this test runs it (an alarm
     // due now may be run by the runtime on its own before the test does).
     const armAhead = () => runInDurableObject(stub, async (_, state) => state.storage.setAlarm(Date.now() + 3_600_000));
-    await continueBilling(env, merchant.id, today());
+    // Armed ahead before the run is started, so start() finds an alarm and sets none for now.
     await armAhead();
+    await continueBilling(env, merchant.id, today());
     const before = Date.now();
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await billed()).toBe(BILL_STEP_CHARGES);
-    // A standard merchant's pace is 25 a second: 300 charges put the next tick 12 s after the step began.
+    const stepEnded = Date.now();
     const next = await runInDurableObject(stub, (_, state) => state.storage.getAlarm());
-    expect(next).not.toBeNull();
-    expect(next as number).toBeGreaterThanOrEqual(before + 12_000);
-    expect(next as number).toBeLessThan(before + 3_600_000);
-
-    await armAhead();
-
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    if (stepEnded - before < 12_000) {
+      expect(await billed()).toBe(BILL_STEP_CHARGES);
+      // A standard merchant's pace is 25 a second: 300 charges put the next tick 12 s after the step began.
+      expect(next).not.toBeNull();
+      expect(next as number).toBeGreaterThanOrEqual(before + 12_000);
+      expect(next as number).toBeLessThan(before + 3_600_000);
+      await armAhead();
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+    } else if (next !== null) {
+      // The step itself took longer than its pace allows (a loaded machine): the next tick is due at
+      // once, and the runtime may run it on its own; here it has not yet.
+      expect(next).toBeLessThanOrEqual(stepEnded);
+      await armAhead();
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+    }
+    // (Otherwise the runtime ran that due tick itself, and it billed the last one.)
     expect(await billed()).toBe(BILL_STEP_CHARGES + 1);
     expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeNull();
   }, 300_000);

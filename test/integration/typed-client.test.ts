@@ -30,7 +30,9 @@ describe('the typed client', () => {
   it('checks a file with validateFile: its report, and no batch', async () => {
     const file = new File([csv(['transaction_type', 'transaction_id', 'amount'], [['capture', 'txn_a20261127abc', '500'], ['void', 'txn_a20261127def', '9']])], 'ops.csv', { type: 'text/csv' });
     const checked = await validateFile(api, file);
-    expect(checked).toMatchObject({ ok: true, report: { file_name: 'ops.csv', num_lines: 2, row_error_count: 1, rows_by_type: { capture: 1 }, totals: { USD: { capture: 500 } } } });
+    // The void's amount is refused before any read; the capture names no transaction of this merchant.
+    expect(checked).toMatchObject({ ok: true, report: { file_name: 'ops.csv', num_lines: 2, row_error_count: 2, rows_by_type: {}, ledger_checked_rows: 1 } });
+    if (checked.ok) expect(checked.report.row_errors.map((e) => [e.row, e.column])).toEqual([[2, 'transaction_id'], [3, 'amount']]);
     const listed = await api.api.filebatch.$get({ query: {} });
     expect((await listed.json()).total_count).toBe(0);
   });
