@@ -22,7 +22,7 @@ export interface Caller {
   /** The merchant's rate tier (services/limits/rate-tiers.ts); absent in callers cached before tiers: the default. */
   rateTier?: 'standard' | 'high' | 'max';
   /** How many ledger sub-shards each of its API days has (services/transactions/api-shards.ts); absent: one. */
-  apiShards?: import('./services/transactions/api-shards').ApiShardSchedule;
+  apiShards?: import('./schemas/rate-tier').ApiShardSchedule;
 }
 
 export interface AppEnv {

@@ -5,3 +5,13 @@
 export const RATE_TIERS = ['standard', 'high', 'max'] as const;
 export type RateTier = (typeof RATE_TIERS)[number];
 export const DEFAULT_RATE_TIER: RateTier = 'standard';
+
+/**
+ * A merchant's API sub-shard count by day (services/transactions/api-shards.ts): `before` for days
+ * before `from`, `count` from `from` (a UTC day) on. Stored with the tier, carried on the caller.
+ */
+export interface ApiShardSchedule {
+  count: number;
+  from: string;
+  before: number;
+}

@@ -1,5 +1,5 @@
 /** D1 access for `merchant_api_shards`: how many ledger sub-shards a merchant's API days have (services/transactions/api-shards.ts). */
-import type { ApiShardSchedule } from '../services/transactions/api-shards';
+import type { ApiShardSchedule } from '../schemas/rate-tier';
 
 interface ScheduleRow {
   api_shards: number;

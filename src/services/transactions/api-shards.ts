@@ -18,6 +18,7 @@
  * from that day, which covers every day a lookup needs (today, yesterday for the idempotency
  * window, tomorrow for the midnight recheck).
  */
+import type { ApiShardSchedule } from '../../schemas/rate-tier';
 import type { RateTier } from '../../schemas/rate-tier';
 
 /** The most sub-shards a day has (ids carry one digit, s1 to s7). */
@@ -35,12 +36,7 @@ export const SHARD_CHANGE_NOTICE_MS = 3_600_000;
 
 const DAY_MS = 86_400_000;
 
-/** A merchant's count by day: `before` for days before `from`, `count` from `from` (a UTC day) on. */
-export interface ApiShardSchedule {
-  count: number;
-  from: string;
-  before: number;
-}
+export type { ApiShardSchedule };
 
 /** A merchant that never changed tier (or a caller cached before sub-shards): one shard a day. */
 export const ONE_API_SHARD: ApiShardSchedule = { count: 1, from: '2026-01-01', before: 1 };
