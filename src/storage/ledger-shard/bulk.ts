@@ -8,9 +8,8 @@
  */
 import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
 import { utf8Bytes, type PageRow } from './pages';
-import { packRecord } from './records';
 import { hasTables } from './schema';
-import { readStates, type StateRow } from './states';
+import { readStates, stateRowValues, type StateRow } from './states';
 import { operationFromSql, type OperationRow, type OperationSql } from './operations';
 
 /** The JSON one bound parameter carries at most. */
@@ -184,17 +183,7 @@ export function jsonObjects(entries: readonly (readonly [string, unknown])[]): s
 export function writeStates(sql: SqlStorage, states: readonly { state: StateRow; updatedAt: string }[]): void {
   const last = new Map<string, unknown[]>();
   for (const { state, updatedAt } of states) {
-    const id = String(state.stored.record.id);
-    last.set(id, [
-      id,
-      state.original ? 1 : 0,
-      JSON.stringify(packRecord(state.stored)),
-      state.amountRefunded,
-      state.unsettled ? 1 : 0,
-      state.capturedAt,
-      state.settledOn,
-      updatedAt,
-    ]);
+    last.set(String(state.stored.record.id), stateRowValues(state, updatedAt));
   }
   for (const array of jsonArrays([...last.values()])) {
     sql.exec(

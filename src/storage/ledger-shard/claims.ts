@@ -24,14 +24,9 @@ export interface ClaimRow {
 export function listClaims(sql: SqlStorage, merchantId: string): ClaimRow[] {
   if (!hasTables(sql)) return [];
   return sql
-    .exec<{ id: number; page: string; created_at: string; entries: string }>('SELECT * FROM claims ORDER BY id')
+    .exec<ClaimSql>('SELECT * FROM claims ORDER BY id')
     .toArray()
-    .map((row) => ({
-      id: row.id,
-      page: row.page,
-      createdAt: row.created_at,
-      entries: (JSON.parse(row.entries) as PackedRecord[]).map((packed) => unpackRecord(merchantId, packed)),
-    }));
+    .map((row) => claimRowOf(merchantId, row));
 }
 
 /** Claims `entries` in rows of at most MAX_ROW_JSON_BYTES; answers each row's id and its entries. */
@@ -61,14 +56,9 @@ export function updateClaim(sql: SqlStorage, id: number, entries: readonly Store
 export function listClaimsPage(sql: SqlStorage, merchantId: string, afterId: number, before: string, limit: number): ClaimRow[] {
   if (!hasTables(sql)) return [];
   return sql
-    .exec<{ id: number; page: string; created_at: string; entries: string }>('SELECT * FROM claims WHERE id > ? AND created_at <= ? ORDER BY id LIMIT ?', afterId, before, limit)
+    .exec<ClaimSql>('SELECT * FROM claims WHERE id > ? AND created_at <= ? ORDER BY id LIMIT ?', afterId, before, limit)
     .toArray()
-    .map((row) => ({
-      id: row.id,
-      page: row.page,
-      createdAt: row.created_at,
-      entries: (JSON.parse(row.entries) as PackedRecord[]).map((packed) => unpackRecord(merchantId, packed)),
-    }));
+    .map((row) => claimRowOf(merchantId, row));
 }
 
 /** When the oldest open claim was made; null when none is open (one aggregate, no rows answered). */
@@ -106,4 +96,10 @@ export function pendingClaimFollowUps(sql: SqlStorage, limit: number): string[] 
 export function clearClaimFollowUps(sql: SqlStorage, ids: readonly string[]): void {
   if (!hasFollowUpTable(sql)) return;
   for (const id of ids) sql.exec('DELETE FROM claim_followups WHERE id = ?', id);
+}
+
+type ClaimSql = { id: number; page: string; created_at: string; entries: string };
+
+function claimRowOf(merchantId: string, row: ClaimSql): ClaimRow {
+  return { id: row.id, page: row.page, createdAt: row.created_at, entries: (JSON.parse(row.entries) as PackedRecord[]).map((packed) => unpackRecord(merchantId, packed)) };
 }

@@ -40,6 +40,13 @@ export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string):
     `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
        captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,
+    ...stateRowValues(state, updatedAt),
+  );
+}
+
+/** A state row's column values, in the `states` table's order (one write here, many in bulk.ts). */
+export function stateRowValues(state: StateRow, updatedAt: string): unknown[] {
+  return [
     String(state.stored.record.id),
     state.original ? 1 : 0,
     JSON.stringify(packRecord(state.stored)),
@@ -48,7 +55,7 @@ export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string):
     state.capturedAt,
     state.settledOn,
     updatedAt,
-  );
+  ];
 }
 
 /** State rows in id order, `limit` at a time after `afterId` (the archive writes them after the pages). */
