@@ -22,7 +22,7 @@ import {
   type Merchant,
   type MerchantChanges,
 } from '../storage/merchants';
-import { setRateTierStatement } from '../storage/rate-tiers';
+import { setRateTierStatement, setRateTierWithScheduleStatement } from '../storage/rate-tiers';
 import { readApiShards, setApiShardsStatement } from '../storage/api-shards';
 import { AppError } from '../errors';
 import { newMerchantSchedule, scheduleAfter, ONE_API_SHARD } from './transactions/api-shards';
@@ -133,18 +133,22 @@ export async function changeMerchant(
     throw new AppError('conflict', `rate_tier: the merchant's API sub-shard count changes on ${(current ?? ONE_API_SHARD).from}, and the days a lookup needs must keep one count; a tier with another count can be set from ${shards.retryFrom}T00:00:00Z (docs/limits.md, "Rate tiers")`);
   }
   const shardWrite = shards?.ok && shards.changed ? [setApiShardsStatement(env.DB, merchantId, shards.schedule, current, at)] : [];
+  // The tier is written only beside the schedule it was computed for (the one written just before
+  // it, or the one read), so two changes at once never keep one's tier and the other's count.
+  const scheduleAfterChange = shards?.ok && shards.changed ? shards.schedule : current;
   // One transaction: the merchant row, its tokenizer origins and its tier change together or not at all.
   const [updated, ...rest] = await env.DB.batch([
     updateMerchantStatement(env.DB, merchantId, fields, at),
     ...(origins ? replaceTokenizerOriginsStatements(env.DB, merchantId, origins) : []),
-    ...(tier ? [setRateTierStatement(env.DB, merchantId, tier, at)] : []),
     ...shardWrite,
+    ...(tier ? [setRateTierWithScheduleStatement(env.DB, merchantId, tier, at, scheduleAfterChange)] : []),
   ]);
   const merchant = updated ? merchantFromUpdate(updated) : null;
-  if (merchant && shardWrite.length > 0 && (rest.at(-1)?.meta.changes ?? 0) === 0) {
-    // Another change of the schedule landed between the read and this write: nothing of it was kept.
+  if (merchant && tier && (rest.at(-1)?.meta.changes ?? 0) === 0) {
+    // Another change of the tier landed between the read and this write: neither the tier nor its
+    // schedule was kept (the merchant's other fields were).
     await syncCachedCallers(env, await listActiveKeyHashes(env.DB, merchantId));
-    throw new AppError('conflict', 'rate_tier: the merchant\'s tier changed at the same time; send the change again');
+    throw new AppError('conflict', 'rate_tier: the merchant\'s tier changed at the same time; its other changes were saved; send rate_tier again');
   }
   // Cached callers carry the merchant's flags: rewritten, so the change applies within KV's propagation.
   if (merchant) await syncCachedCallers(env, await listActiveKeyHashes(env.DB, merchantId));

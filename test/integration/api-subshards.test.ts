@@ -267,6 +267,21 @@ describe('a change of count while the last one is in play', () => {
   });
 });
 
+describe('two tier changes at once', () => {
+  it('the tier kept and the sub-shard count kept are always of the same tier; the loser is told to send it again', async () => {
+    const tierCounts: Record<string, number> = { standard: 1, high: 2, max: 8 };
+    for (const [first, second] of [['max', 'high'], ['high', 'standard'], ['standard', 'max']] as const) {
+      const shop = await createMerchant({ name: `Racing Shop ${first}` });
+      const noon = () => new Date(Date.parse('2027-07-01T12:00:00Z'));
+      const results = await Promise.allSettled([changeMerchant(env, shop.id, { rate_tier: first }, noon), changeMerchant(env, shop.id, { rate_tier: second }, noon)]);
+      expect(results.some((r) => r.status === 'fulfilled')).toBe(true);
+      for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'conflict', message: expect.stringContaining('rate_tier') });
+      const tier = (await admin('GET', `/admin/merchants/${shop.id}`).then((r) => r.json<Envelope<{ rate_tier: string; api_shards: { count: number } }>>())).data;
+      expect(tier.api_shards.count).toBe(tierCounts[tier.rate_tier]);
+    }
+  });
+});
+
 describe('the schedule a tier change writes (services/transactions/api-shards.ts)', () => {
   const at = (iso: string) => new Date(iso);
   it('the first UTC day starting at least an hour later; days a lookup needs keep their count', () => {
