@@ -39,6 +39,16 @@ CREATE TABLE IF NOT EXISTS merchant_api_shards (
   updated_at TEXT NOT NULL
 ) WITHOUT ROWID;
 
+-- A merchant whose tier was raised before this table existed has a tier and no schedule (one shard
+-- a day): applying this file gives it its tier's count (TIER_API_SHARDS: high 2, max 8) from the
+-- first UTC day starting at least an hour later, the notice of any tier change, so every cached
+-- caller learns it first. A merchant with a schedule is left alone, so applying the file again
+-- changes nothing.
+INSERT INTO merchant_api_shards (merchant_id, api_shards, api_shards_from, api_shards_before, updated_at)
+  SELECT merchant_id, CASE rate_tier WHEN 'high' THEN 2 ELSE 8 END, date('now', '+1 hour', '+1 day'), 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+  FROM merchant_rate_tiers WHERE rate_tier IN ('high', 'max')
+  ON CONFLICT (merchant_id) DO NOTHING;
+
 -- Exports being written now (storage/running-exports.ts): at most a few per merchant at once.
 CREATE TABLE IF NOT EXISTS running_exports (
   export_id TEXT PRIMARY KEY,

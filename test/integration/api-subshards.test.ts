@@ -24,6 +24,7 @@ import { ledger } from '../helpers/claims';
 import { created as made, customerWithCard, recurring, type Subscription } from '../helpers/recurring';
 import { billDue } from '../../src/services/recurring/billing';
 import { shardEntries } from '../helpers/ledger';
+import { applySchema } from '../helpers/schema';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 const SALE = { transaction_type: 'sale', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 };
@@ -264,6 +265,26 @@ describe('a change of count while the last one is in play', () => {
     expect(await readApiShards(env.DB, shop.id)).toEqual({ count: 8, from: '2027-06-11', before: 1 });
     await changeMerchant(env, shop.id, { rate_tier: 'high' }, () => new Date(Date.parse('2027-06-12T00:00:00Z')));
     expect(await readApiShards(env.DB, shop.id)).toEqual({ count: 2, from: '2027-06-13', before: 8 });
+  });
+});
+
+describe('a merchant raised to max before sub-shards existed', () => {
+  it('applying schema.sql again gives it 8 sub-shards from the first day after the notice, once', async () => {
+    const shop = await createMerchant({ name: 'Early Big Shop' });
+    await changeMerchant(env, shop.id, { rate_tier: 'max' }, () => new Date());
+    // As the database stood before: the tier, no schedule.
+    await env.DB.prepare('DELETE FROM merchant_api_shards WHERE merchant_id = ?1').bind(shop.id).run();
+    const applied = Date.now();
+    await applySchema(env.DB, env.TEST_SCHEMA ?? '');
+    const schedule = await readApiShards(env.DB, shop.id);
+    expect(schedule).toMatchObject({ count: 8, before: 1 });
+    expect(Date.parse(`${schedule?.from ?? ''}T00:00:00Z`)).toBeGreaterThanOrEqual(applied + 3_600_000);
+    expect(Date.parse(`${schedule?.from ?? ''}T00:00:00Z`)).toBeLessThanOrEqual(applied + 3_600_000 + DAY);
+    // A schedule already there is left as it is.
+    await changeMerchant(env, shop.id, { rate_tier: 'high' }, () => new Date());
+    const after = await readApiShards(env.DB, shop.id);
+    await applySchema(env.DB, env.TEST_SCHEMA ?? '');
+    expect(await readApiShards(env.DB, shop.id)).toEqual(after);
   });
 });
 
