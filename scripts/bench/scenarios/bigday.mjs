@@ -423,6 +423,6 @@ export function printBigday(result) {
     console.log(`  ${c.class.padEnd(20)} ${String(c.objects).padStart(6)} objects; largest ${String(o.name).slice(0, 60).padEnd(60)} ${n(o.bytes).padStart(14)} B → ${o.projectedGb} GB at ${o.projectedAt}`);
   }
   console.log("metered steps (heap: the step's own, then the isolate's before the step after a full GC and at its peak during it):");
-  for (const p of result.phases) console.log(`  ${p.phase.slice(0, 60).padEnd(60)} steps ${p.steps}, CPU ${n(p.maxCpuMs)} ms, heap ${p.maxHeapRiseMb} MB own (isolate ${p.maxHeapBeforeMb ?? '?'} → ${p.maxHeapUsedMb} MB)${p.withinGoal ? '' : ' OVER GOAL'}`);
+  for (const p of result.phases) console.log(`  ${p.phase.slice(0, 60).padEnd(60)} steps ${p.steps}${p.unprofiledSteps ? ` (${p.unprofiledSteps} unprofiled: CPU unknown)` : ''}, CPU ${n(p.maxCpuMs)} ms, heap ${p.maxHeapRiseMb} MB own (isolate ${p.maxHeapBeforeMb ?? '?'} → ${p.maxHeapUsedMb} MB)${p.withinGoal ? '' : ' OVER GOAL'}`);
   console.log(`not measured: ${result.notMeasured.join('; ')}`);
 }

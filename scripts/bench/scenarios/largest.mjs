@@ -69,14 +69,16 @@ export class StepMeter {
     try {
       result = await work();
     } finally {
-      profile = (await send('Profiler.stop')).profile;
+      // A loaded machine has seen the inspector answer the stop without a profile: the step then
+      // counts as unprofiled (its CPU unknown, said so) instead of ending an hour's run.
+      profile = (await send('Profiler.stop'))?.profile ?? null;
       sampling = false;
       await sampler;
     }
     const after = await send('Runtime.getHeapUsage');
     peakUsed = Math.max(peakUsed, after.usedSize);
     peakTotal = Math.max(peakTotal, after.totalSize);
-    const entries = selfTimes(profile).filter((e) => e.name !== '(idle)');
+    const entries = profile ? selfTimes(profile).filter((e) => e.name !== '(idle)') : [];
     const busyMs = entries.reduce((sum, e) => sum + e.selfMs, 0);
     const workerdAfter = cpuMsOf(this.#pids());
     // On a shared machine the profiler also samples while the isolate's thread waits for a core:
@@ -88,9 +90,10 @@ export class StepMeter {
     return {
       result,
       wallMs: Math.round(performance.now() - started),
-      sampledCpuMs: Math.round(busyMs),
+      sampledCpuMs: profile ? Math.round(busyMs) : null,
       onCpu: round(onCpu * 100) / 100,
-      cpuMs: Math.round(busyMs * onCpu),
+      cpuMs: profile ? Math.round(busyMs * onCpu) : null,
+      unprofiled: !profile,
       top: entries.slice(0, 8).map((e) => ({ name: e.name, at: `${e.url}:${e.line}`, ms: Math.round(e.selfMs) })),
       workerdCpuMs: workerdBefore !== null && workerdAfter !== null ? workerdAfter - workerdBefore : null,
       // The isolate's heap used just before the step (after the full GC), at its peak during the
@@ -166,7 +169,7 @@ export async function phase(ctx, meter, name, step, done, maxSteps = 1_000) {
     if (done(measured.result)) break;
   }
   const max = (field) => Math.max(...steps.map((s) => s[field] ?? 0));
-  const heaviest = steps.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a));
+  const heaviest = steps.reduce((a, b) => ((b.cpuMs ?? 0) > (a.cpuMs ?? 0) ? b : a));
   return {
     phase: name,
     steps: steps.length,
@@ -176,6 +179,7 @@ export async function phase(ctx, meter, name, step, done, maxSteps = 1_000) {
     maxWorkerdCpuMs: max('workerdCpuMs'),
     maxHeapUsedMb: max('heapUsedMb'),
     maxHeapTotalMb: max('heapTotalMb'),
+    unprofiledSteps: steps.filter((s) => s.unprofiled).length,
     maxHeapBeforeMb: max('heapBeforeMb'),
     maxHeapRiseMb: max('heapOwnMb'),
     // The heap goal is judged on the step's own heap (its rise over the isolate's level before it):
