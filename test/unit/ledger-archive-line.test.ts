@@ -1,4 +1,4 @@
-/** The ledger archive's line for a record (storage/ledger-shard/records.ts), built without an object per record. */
+/** The ledger archive's line for a record (storage/ledger-shard/records.ts): the same JSON, field for field, as the record, its batch and line, then its extras. */
 import { it, expect } from 'vitest';
 import { archiveLine, packRecord, unpackRecord } from '../../src/storage/ledger-shard';
 import { RESULT_COLUMNS } from '../../src/schemas/transaction-columns';

@@ -6,7 +6,8 @@
 // Nothing is seeded: every transaction goes through the HTTP API or the file pipeline.
 //
 // It prints and stores (bench/runs/):
-//   - the most CPU and heap of any metered invocation against the goals (15 s, 64 MB): each
+//   - the most CPU and heap of any metered invocation against the goals (15 s, 64 MB; the heap
+//     judged on a step's own, its rise over the isolate's level after a full GC before it): each
 //     settlement and retention step alone, the first file's upload alone, and, once the day is in
 //     storage, one API sale, capture, void and refund, a one-chunk file, a search and an export
 //     start each alone (their step's isolate CPU and peak heap bound every invocation in it); and
@@ -332,7 +333,10 @@ export async function runBigday(ctx) {
   facts.totalSeconds = Math.round((performance.now() - started) / 1000);
   const commit = execSync('git rev-parse --short HEAD', { cwd: root }).toString().trim();
   const maxCpuMs = Math.max(...phases.map((p) => p.maxCpuMs));
-  const maxHeapMb = Math.max(...phases.map((p) => p.maxHeapUsedMb));
+  // The heap goal is judged on a step's own heap (the isolate's rise during it, after a full GC
+  // before it); the isolate's peak, which also holds every other object of the local run, beside it.
+  const maxHeapMb = Math.max(...phases.map((p) => p.maxHeapRiseMb));
+  const maxIsolateHeapMb = Math.max(...phases.map((p) => p.maxHeapUsedMb));
   const result = {
     generatedAt: new Date().toISOString(),
     commit,
@@ -342,6 +346,7 @@ export async function runBigday(ctx) {
     goals: GOALS,
     maxCpuMs,
     maxHeapMb,
+    maxIsolateHeapMb,
     dayHeapPeakMb: dayHeap?.heapUsedMb ?? null,
     withinGoals: maxCpuMs <= GOALS.cpuMs && maxHeapMb <= GOALS.heapMb && facts.failedBatches === 0 && facts.chunkRetries === 0,
     notMeasured: [
@@ -405,7 +410,7 @@ export function printBigday(result) {
   const { facts } = result;
   const n = (v) => (v ?? 0).toLocaleString('en-US');
   console.log(`\nOne big merchant's day (commit ${result.commit}, ${n(facts.transactions)} transactions: ${facts.files} files of ${n(facts.fileRows)} rows, ${n(facts.api.api)} API on tier ${facts.rateTier}; ${facts.daySeconds} s for the day, ${facts.totalSeconds} s in all; load ${result.loadAverage1mAtStart} → ${result.loadAverage1mAtEnd})`);
-  console.log(`most CPU of a metered invocation ${n(result.maxCpuMs)} ms (goal ${n(GOALS.cpuMs)}); most heap ${result.maxHeapMb} MB (goal ${GOALS.heapMb}); the isolate's heap peak over the whole day ${result.dayHeapPeakMb} MB (every invocation at once)`);
+  console.log(`most CPU of a metered invocation ${n(result.maxCpuMs)} ms (goal ${n(GOALS.cpuMs)}); most heap of a metered step, its own ${result.maxHeapMb} MB (goal ${GOALS.heapMb}; the isolate's peak during a step, every live object included, ${result.maxIsolateHeapMb ?? '?'} MB); the isolate's heap peak over the whole day ${result.dayHeapPeakMb} MB (every invocation at once)`);
   console.log(`chunk retries ${facts.chunkRetries}, failed batches ${facts.failedBatches} (goal 0); API: ${JSON.stringify(facts.api)}; export ${facts.export}`);
   console.log(`warnings and errors the service logged: ${JSON.stringify(facts.loggedEvents ?? {})}`);
   if (facts.largestApiShard) console.log(`largest API ledger shard ${facts.largestApiShard.name}: ${n(facts.largestApiShard.bytes)} B, rows ${JSON.stringify(facts.largestApiShard.rows)}`);
@@ -417,6 +422,7 @@ export function printBigday(result) {
     if (!o) continue;
     console.log(`  ${c.class.padEnd(20)} ${String(c.objects).padStart(6)} objects; largest ${String(o.name).slice(0, 60).padEnd(60)} ${n(o.bytes).padStart(14)} B → ${o.projectedGb} GB at ${o.projectedAt}`);
   }
-  for (const p of result.phases) console.log(`  ${p.phase.slice(0, 60).padEnd(60)} steps ${p.steps}, CPU ${n(p.maxCpuMs)} ms, heap ${p.maxHeapUsedMb} MB`);
+  console.log("metered steps (heap: the step's own, then the isolate's before the step after a full GC and at its peak during it):");
+  for (const p of result.phases) console.log(`  ${p.phase.slice(0, 60).padEnd(60)} steps ${p.steps}${p.unprofiledSteps ? ` (${p.unprofiledSteps} unprofiled: CPU unknown)` : ''}, CPU ${n(p.maxCpuMs)} ms, heap ${p.maxHeapRiseMb} MB own (isolate ${p.maxHeapBeforeMb ?? '?'} → ${p.maxHeapUsedMb} MB)${p.withinGoal ? '' : ' OVER GOAL'}`);
   console.log(`not measured: ${result.notMeasured.join('; ')}`);
 }

