@@ -4,10 +4,11 @@ import type { ShardQuery } from './pages';
 import type { OperationDetails } from '../../schemas/settlement';
 import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
 import { decodeStored } from './record-codec';
+import { keptFields } from './operation-answers';
 
 export type OperationKind = 'capture' | 'void' | 'refund';
 
-/** A capture, void or refund under its key: a claim while `answer` is null, then its answer (JSON). */
+/** A capture, void or refund under its key: a claim while `answer` is null, then its answer as stored (JSON, operation-answers.ts). */
 export interface OperationRow {
   key: string;
   transactionId: string;
@@ -76,8 +77,8 @@ export function surchargeRefunded(sql: SqlStorage, transactionId: string): numbe
   );
   let total = 0;
   for (const row of rows) {
-    const answer = JSON.parse(decodeStored(row.answer)) as { record?: { service_fee?: unknown; response?: unknown } };
-    if (answer.record?.response === 'approved') total += Number(answer.record.service_fee ?? 0);
+    const kept = keptFields(decodeStored(row.answer));
+    if (kept.response === 'approved') total += Number(kept.service_fee ?? 0);
   }
   return total;
 }
