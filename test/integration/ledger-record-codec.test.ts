@@ -7,7 +7,7 @@
 import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { call, createMerchant, type Envelope } from '../helpers/api';
+import { admin, call, createMerchant, type Envelope } from '../helpers/api';
 import { apiShardName } from '../helpers/ledger';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { decodeStored, encodeStored } from '../../src/storage/ledger-shard/record-codec';
@@ -62,5 +62,46 @@ describe('ledger shard records stored compressed', () => {
     const again = await voidIt();
     expect(again.status).toBe(200);
     expect((await again.json<Envelope<TxRecord>>()).data).toEqual(answered);
+  });
+
+  it("a replay answers the first answer exactly after the transaction moved on, though only what differs from its page record is kept", async () => {
+    const shop = await createMerchant({ name: 'Codec Replay Shop' });
+    const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'authorize', cc_number: VISA, cc_expiration: '12/30', amount: 1000, order_id: 'codec2' } });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const id = String((await made.json<Envelope<TxRecord>>()).data.id);
+    const operate = (kind: 'capture' | 'refund', key: string, body?: unknown) => call('POST', `/api/transaction/${id}/${kind}`, { key: shop.secretKey, body, headers: { 'Idempotency-Key': key } });
+    const captured = await operate('capture', 'codec-capture');
+    expect(captured.status).toBe(200);
+    const capture = (await captured.json<Envelope<TxRecord>>()).data;
+    expect(capture).toMatchObject({ status: 'pending_settlement', amount_refunded: 0 });
+    expect((await admin('POST', `/admin/merchants/${shop.id}/settle`)).status).toBe(200);
+    const refunded = await operate('refund', 'codec-refund', { amount: 300 });
+    expect(refunded.status).toBe(201);
+    const refund = (await refunded.json<Envelope<TxRecord>>()).data;
+    expect(refund).toMatchObject({ type: 'refund', amount: 300, referenced_transaction_id: id });
+    expect((await operate('refund', 'codec-refund-2', { amount: 200 })).status).toBe(201);
+
+    // The transaction is now settled and partly refunded; each replay answers as the first call did.
+    const now = (await (await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).json<Envelope<TxRecord>>()).data;
+    expect(now).toMatchObject({ status: 'partially_refunded', amount_refunded: 500 });
+    const again = await operate('capture', 'codec-capture');
+    expect(again.status).toBe(200);
+    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+    expect((await again.json<Envelope<TxRecord>>()).data).toEqual(capture);
+    const refundAgain = await operate('refund', 'codec-refund', { amount: 300 });
+    expect(refundAgain.status).toBe(200);
+    expect((await refundAgain.json<Envelope<TxRecord>>()).data).toEqual(refund);
+
+    // What is kept: the status and the fields that differ from the page record, not the record.
+    const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, utcDay(new Date())));
+    const kept = await runInDurableObject(shard, (_instance, state) =>
+      state.storage.sql.exec<{ key: string; answer: ArrayBuffer }>('SELECT key, answer FROM operations WHERE transaction_id = ? ORDER BY created_at, key', id).toArray().map((row) => JSON.parse(decodeStored(row.answer)) as Record<string, unknown>),
+    );
+    expect(kept).toHaveLength(3);
+    for (const answer of kept) {
+      expect(answer).not.toHaveProperty('record');
+      expect(Object.keys(answer.changed as object).length).toBeLessThan(25);
+    }
+    expect(kept[0]).toMatchObject({ status: 200, changed: { status: 'pending_settlement', amount_refunded: 0 } });
   });
 });
