@@ -10,7 +10,7 @@
  */
 import { listDurableObjectIds, runInDurableObject } from 'cloudflare:test';
 import { vi } from 'vitest';
-import { objectRowsAsText } from './ledger';
+import { objectRowsAsText, storedText } from './ledger';
 
 export interface Secrets {
   /** Full card numbers, digits only. */
@@ -159,7 +159,9 @@ export async function scanDurableObjects<T extends Rpc.DurableObjectBranded | un
         .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
         .toArray();
       for (const { name } of tables) {
-        out.push(JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${name.replace(/"/g, '""')}"`).toArray()));
+        // A ledger shard's compressed values (states, operations answers) scanned as the JSON they hold.
+        const rows = state.storage.sql.exec(`SELECT * FROM "${name.replace(/"/g, '""')}"`).toArray();
+        out.push(JSON.stringify(rows.map((row) => Object.fromEntries(Object.entries(row).map(([column, value]) => [column, storedText(value)])))));
       }
       const entries = await state.storage.list();
       out.push(JSON.stringify([...entries]));

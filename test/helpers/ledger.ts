@@ -10,6 +10,7 @@ import { ledgerShardName, utcDay } from '../../src/services/transactions/ledger'
 import { gunzipText } from '../../src/lib/gzip';
 import { createChargeTable } from '../../src/storage/sandbox-calls';
 import { createShardTables, unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
+import { decodeStored } from '../../src/storage/ledger-shard/record-codec';
 
 export function batchShardName(merchantId: string, batchId: string): string {
   return ledgerShardName({ kind: 'batch', merchantId, batchId });
@@ -63,6 +64,16 @@ export async function shardRowCounts(name: string): Promise<Record<string, numbe
 }
 
 /** Every row of every table of a Durable Object's SQLite, as JSON text, with where it came from. */
+/** A value as text to scan: a BLOB written by the ledger shard's codec (record-codec.ts) decoded, anything else as it is. */
+export function storedText(value: unknown): unknown {
+  if (!(value instanceof ArrayBuffer) || new Uint8Array(value)[0] !== 1) return value;
+  try {
+    return decodeStored(value);
+  } catch {
+    return value;
+  }
+}
+
 export async function objectRowsAsText(stub: DurableObjectStub): Promise<{ where: string; text: string }[]> {
   return runInDurableObject(stub, (_instance, state) => {
     const rows: { where: string; text: string }[] = [];
@@ -73,7 +84,8 @@ export async function objectRowsAsText(stub: DurableObjectStub): Promise<{ where
       state.storage.sql
         .exec(`SELECT * FROM "${table}"`)
         .toArray()
-        .forEach((row, i) => rows.push({ where: `${table} row ${i}`, text: JSON.stringify(row) }));
+        // A compressed value (a state's record, an operation's answer) read as the JSON it holds.
+        .forEach((row, i) => rows.push({ where: `${table} row ${i}`, text: JSON.stringify(Object.fromEntries(Object.entries(row).map(([column, value]) => [column, storedText(value)]))) }));
     }
     return rows;
   });

@@ -20,6 +20,9 @@ import { settlementObject } from '../../src/services/settlement/index-registry';
 import { SEARCH_PARTS, searchDay, searchDirectory, searchKeys, weekOf } from '../../src/services/search/names';
 import { startExport, transactionExport } from '../../src/services/search/exports';
 import { processTransactions } from '../../src/services/recorded';
+import { operateMany } from '../../src/services/transactions/operations';
+import { settleMerchantNow } from '../../src/services/settlement/runs';
+import type { OperationKind } from '../../src/storage/ledger-shard';
 import { ledgerShardName, utcDay } from '../../src/services/transactions/ledger';
 import { MAX_API_SHARDS } from '../../src/services/transactions/api-shards';
 import { defaultSandboxProcessorId, merchantProcessors } from '../../src/services/transactions/processors/registry';
@@ -268,6 +271,54 @@ describe('capacity: bytes per unit × the design volume, under 5 GB per object',
     const shard = (busiest * MAX_API_SHARDS) / (large.units - small.units);
     hold('LedgerShard (an API sub-shard of a max merchant), per transaction', shard, DESIGN.perDay / MAX_API_SHARDS);
     console.info(JSON.stringify({ capacity: { 'LedgerShard (API sub-shard), per transaction': report['LedgerShard (an API sub-shard of a max merchant), per transaction'] } }));
+  }, QUEUE_TEST_TIMEOUT);
+
+  // The bench's lifecycle mix (scripts/bench/scenarios/bigday.mjs): of every 10 API transactions, 6
+  // sales (one voided, one refunded once settled) and 4 authorizations (3 captured, 1 voided), run
+  // through the real claim and answer paths and a settlement run. A capture, void or refund writes
+  // the transaction's current record (`states`) and keeps the operation's answer (`operations`): the
+  // bytes per API transaction at this mix, held for a max merchant's sub-shard (1.25 million a day)
+  // and reported for a `standard` merchant's one shard.
+  it('an API sub-shard holds its share of 10 million API transactions a day at the lifecycle mix (captures, voids, refunds)', async () => {
+    const shop = await createMerchant({ name: 'Capacity Lifecycle Shop', rate_tier: 'max' });
+    const caller = await callerOf(shop);
+    const base = Math.floor(Date.now() / DAY) * DAY + 64 * DAY;
+    const day = async (offset: number, count: number) => {
+      const at = base + offset * DAY;
+      const requests = Array.from({ length: count }, (_, i) => ({
+        input: { transaction_type: i % 10 < 6 ? ('sale' as const) : ('authorize' as const), cc_number: VISA, cc_expiration: '12/30', amount: String(1000 + i), order_id: `life${i}` },
+        idempotencyKey: crypto.randomUUID(),
+      }));
+      const made = await processTransactions(env, caller, requests, { source: 'api', ipAddress: null }, () => new Date(at));
+      const ids = made.map((o) => (o.ok ? String(o.record.id) : ''));
+      expect(ids.every((id) => id !== '')).toBe(true);
+      const first = ids.flatMap((id, i) => (i % 10 >= 6 ? [{ transactionId: id, kind: (i % 10 < 9 ? 'capture' : 'void') as OperationKind }] : i % 10 === 5 ? [{ transactionId: id, kind: 'void' as OperationKind }] : []));
+      const operated = await operateMany(env, caller, first.map((op) => ({ ...op, amount: null, idempotencyKey: crypto.randomUUID(), ipAddress: null })), () => new Date(at + 60_000));
+      expect(operated.every((run) => run.outcome.ok)).toBe(true);
+      expect((await settleMerchantNow(env, shop.id, () => new Date(at + 3_600_000))).finished).toBe(true);
+      const refunds = ids.filter((_, i) => i % 10 === 0).map((id) => ({ transactionId: id, kind: 'refund' as OperationKind, amount: 100, idempotencyKey: crypto.randomUUID(), ipAddress: null }));
+      const refunded = await operateMany(env, caller, refunds, () => new Date(at + 7_200_000));
+      expect(refunded.every((run) => run.outcome.ok)).toBe(true);
+      const bytes: number[] = [];
+      const file: number[] = [];
+      for (let sub = 0; sub < MAX_API_SHARDS; sub++) {
+        const stub = env.LEDGER_SHARD.getByName(ledgerShardName({ kind: 'api', merchantId: shop.id, day: utcDay(new Date(at)), sub }));
+        bytes.push(await size(stub));
+        file.push(await runInDurableObject(stub, (_instance, state) => state.storage.sql.databaseSize));
+      }
+      return { bytes, file, units: count };
+    };
+    const small = await day(0, 40);
+    const large = await day(1, 440);
+    const units = large.units - small.units;
+    const busiest = (Math.max(...large.bytes.map((b, sub) => b - (small.bytes[sub] ?? 0))) * MAX_API_SHARDS) / units;
+    // Rows of about 2 KB do not fit a 4 KB page's B-tree cell (about 1 KB in a WITHOUT ROWID table)
+    // and spill into overflow pages mostly empty: the database's own size is held here too, over all
+    // eight sub-shards (the 4 KB pages' rounding is a few percent of the day's growth).
+    const perFile = large.file.reduce((n, b, sub) => n + b - (small.file[sub] ?? 0), 0) / units;
+    console.info(JSON.stringify({ capacity: { 'LedgerShard (API sub-shard, lifecycle mix), per transaction': { rows: Math.round(busiest), databaseSize: Math.round(perFile) }, 'a standard merchant (1 shard): API transactions a day under 5 GB': Math.floor(BOUND / Math.max(perFile, busiest)) } }));
+    hold('LedgerShard (an API sub-shard of a max merchant, lifecycle mix), per transaction', busiest, DESIGN.perDay / MAX_API_SHARDS);
+    hold('LedgerShard (an API sub-shard of a max merchant, lifecycle mix), database bytes per transaction', perFile, DESIGN.perDay / MAX_API_SHARDS);
   }, QUEUE_TEST_TIMEOUT);
 
   // A `max` merchant's API day is spread over DESIGN.apiSubShards ledger sub-shards, and each writes

@@ -7,6 +7,8 @@
  * settlement, and an operation is never claimed on a transaction a run has settled.
  */
 import {
+  answerFromStored,
+  answerToStore,
   deleteOperation,
   MAX_OPERATIONS_PER_TRANSACTION,
   readMeta,
@@ -65,7 +67,7 @@ export async function beginOperations(shard: ShardContext, identity: ShardIdenti
 /** The checks and the claim of one operation, without awaiting, in the step's write transaction. */
 function claimOperationNow(sql: SqlStorage, step: OperationStep, request: OperationRequest, found: PageRecord | null): OperationBegin {
   const earlier = step.operation(request.key);
-  if (earlier?.answer != null) return { outcome: 'answered', answer: earlier.answer, requestHash: earlier.requestHash } satisfies OperationBegin;
+  if (earlier?.answer != null) return { outcome: 'answered', answer: answerFromStored(earlier.answer, found?.stored.record ?? null), requestHash: earlier.requestHash } satisfies OperationBegin;
   const now = step.current(request.transactionId, found, request.expiredBefore);
   if (!now || now.stored.record.status === 'processing') return { outcome: 'not_found' } satisfies OperationBegin;
   const pending = step.pendingOf(request.transactionId);
@@ -132,23 +134,18 @@ export async function completeOperations(
   const keys = completions.map((completion) => completion.key);
   const claims = new OperationStep(sql, identity.merchantId, { keys, ids: [], found: [], claims: false });
   const wants: { id: string; query: OperationCompletion['query'] }[] = [];
-  const unanswered: boolean[] = [];
   let money: string | null = null;
   for (const completion of completions) {
     const claimed = claims.operation(completion.key);
     if (!claimed) throw new Error('no such operation was claimed');
-    unanswered.push(claimed.answer === null);
     // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
     // merchant's settlement index first, so no run can miss it.
     if (claimed.answer === null && completion.result.response === 'approved' && claimed.kind !== 'void') money ??= completion.now;
     wants.push({ id: claimed.transactionId, query: completion.query });
   }
   if (money !== null) await indexed(money);
-  // An operation answered already is answered from its key: its page is not read.
-  const found = await pageRecords(sql, identity, wants.filter((_, i) => unanswered[i]));
-  const foundOf: (PageRecord | null)[] = [];
-  let next = 0;
-  for (const isOpen of unanswered) foundOf.push(isOpen ? (found[next++] ?? null) : null);
+  // Every page is read, an operation answered already too: its answer is kept against its page record (operation-answers.ts).
+  const foundOf: (PageRecord | null)[] = await pageRecords(sql, identity, wants);
   const answered = shard.storage.transactionSync(() => {
     const step = new OperationStep(sql, identity.merchantId, { keys, ids: wants.map((want) => want.id), found: foundOf, claims: false });
     const done = completions.map((completion, i) => answerOperationNow(step, completion, foundOf[i] ?? null));
@@ -169,7 +166,7 @@ function answerOperationNow(
   const claimed = step.operation(completion.key);
   if (!claimed) throw new Error('no such operation was claimed');
   // Another call may have answered this operation while this one awaited.
-  if (claimed.answer !== null) return { answer: claimed.answer, receipt: null };
+  if (claimed.answer !== null) return { answer: answerFromStored(claimed.answer, found?.stored.record ?? null), receipt: null };
   const approved = completion.result.response === 'approved';
   const now = step.current(claimed.transactionId, found, completion.expiredBefore);
   if (!now) throw new Error('the transaction of a claimed operation is gone');
@@ -214,7 +211,8 @@ function answerOperationNow(
       completion.now,
     );
   }
-  step.answer(completion.key, answer);
+  // Kept as what differs from the page record when that rebuilds it exactly (operation-answers.ts).
+  step.answer(completion.key, answerToStore(answer, found?.stored.record ?? null));
   if (receipt) step.queueReceipt(receipt);
   // The transaction as written (as it was, when the processor declined): what the search index takes next.
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };

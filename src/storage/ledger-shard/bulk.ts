@@ -11,6 +11,7 @@ import { utf8Bytes, type PageRow } from './pages';
 import { hasTables } from './schema';
 import { readStates, stateRowValues, type StateRow } from './states';
 import { operationFromSql, type OperationRow, type OperationSql } from './operations';
+import { encodeStored, storedHex } from './record-codec';
 
 /** The JSON one bound parameter carries at most. */
 export const JSON_PARAMETER_BYTES = DURABLE_OBJECTS.rowBytes * HALF;
@@ -147,11 +148,12 @@ export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string
  * the parameter once, not parsed again per column.
  */
 export function answerOperations(sql: SqlStorage, answered: readonly OperationRow[]): void {
-  const byKey = new Map(answered.map((op) => [op.key, op.answer]));
+  // Each answer compressed (record-codec.ts), as hex in the parameter, unhexed as it is written.
+  const byKey = new Map(answered.map((op) => [op.key, op.answer === null ? null : storedHex(encodeStored(op.answer))]));
   for (const object of jsonObjects([...byKey])) {
     sql.exec(
       `INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer)
-       SELECT o.key, o.transaction_id, o.kind, o.request_hash, o.amount, o.refund_id, o.created_at, given.value
+       SELECT o.key, o.transaction_id, o.kind, o.request_hash, o.amount, o.refund_id, o.created_at, unhex(given.value)
        FROM json_each(?) AS given CROSS JOIN operations AS o ON o.key = given.key WHERE true
        ON CONFLICT (key) DO UPDATE SET answer = excluded.answer`,
       object,
@@ -183,12 +185,15 @@ export function jsonObjects(entries: readonly (readonly [string, unknown])[]): s
 export function writeStates(sql: SqlStorage, states: readonly { state: StateRow; updatedAt: string }[]): void {
   const last = new Map<string, unknown[]>();
   for (const { state, updatedAt } of states) {
-    last.set(String(state.stored.record.id), stateRowValues(state, updatedAt));
+    // The compressed record travels as hex inside the JSON parameter, unhexed as it is written.
+    const values: unknown[] = stateRowValues(state, updatedAt);
+    values[2] = storedHex(values[2] as ArrayBuffer);
+    last.set(String(state.stored.record.id), values);
   }
   for (const array of jsonArrays([...last.values()])) {
     sql.exec(
       `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), unhex(json_extract(value, '$[2]')), json_extract(value, '$[3]'),
          json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') FROM json_each(?) WHERE true
        ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
          captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,

@@ -14,3 +14,4 @@ export * from './settlement';
 export * from './handoff';
 export * from './operations';
 export * from './bulk';
+export * from './operation-answers';

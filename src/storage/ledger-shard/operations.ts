@@ -3,10 +3,12 @@ import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { ShardQuery } from './pages';
 import type { OperationDetails } from '../../schemas/settlement';
 import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
+import { decodeStored } from './record-codec';
+import { keptFields } from './operation-answers';
 
 export type OperationKind = 'capture' | 'void' | 'refund';
 
-/** A capture, void or refund under its key: a claim while `answer` is null, then its answer (JSON). */
+/** A capture, void or refund under its key: a claim while `answer` is null, then its answer as stored (JSON, operation-answers.ts). */
 export interface OperationRow {
   key: string;
   transactionId: string;
@@ -18,7 +20,8 @@ export interface OperationRow {
   answer: string | null;
 }
 
-export type OperationSql = { key: string; transaction_id: string; kind: OperationKind; request_hash: string; amount: number; refund_id: string | null; created_at: string; answer: string | null };
+/** `answer`: plain JSON text in rows written before compression, else the BLOB of record-codec.ts. */
+export type OperationSql = { key: string; transaction_id: string; kind: OperationKind; request_hash: string; amount: number; refund_id: string | null; created_at: string; answer: string | ArrayBuffer | null };
 
 export function operationFromSql(row: OperationSql): OperationRow {
   return {
@@ -29,7 +32,7 @@ export function operationFromSql(row: OperationSql): OperationRow {
     amount: row.amount,
     refundId: row.refund_id,
     createdAt: row.created_at,
-    answer: row.answer,
+    answer: row.answer === null ? null : decodeStored(row.answer),
   };
 }
 
@@ -67,13 +70,17 @@ export function transactionsInFlight(sql: SqlStorage, ids: readonly string[]): S
  * at most MAX_OPERATIONS_PER_TRANSACTION rows.
  */
 export function surchargeRefunded(sql: SqlStorage, transactionId: string): number {
-  return sql
-    .exec<{ total: number }>(
-      `SELECT COALESCE(SUM(json_extract(answer, '$.record.service_fee')), 0) AS total FROM operations INDEXED BY operations_transaction
-       WHERE transaction_id = ? AND kind = 'refund' AND answer IS NOT NULL AND json_extract(answer, '$.record.response') = 'approved'`,
-      transactionId,
-    )
-    .one().total;
+  // Answers are stored compressed (record-codec.ts): each refund's read and decoded here, not summed in SQL.
+  const rows = sql.exec<{ answer: string | ArrayBuffer }>(
+    `SELECT answer FROM operations INDEXED BY operations_transaction WHERE transaction_id = ? AND kind = 'refund' AND answer IS NOT NULL`,
+    transactionId,
+  );
+  let total = 0;
+  for (const row of rows) {
+    const kept = keptFields(decodeStored(row.answer));
+    if (kept.response === 'approved') total += Number(kept.service_fee ?? 0);
+  }
+  return total;
 }
 
 export function deleteOperation(sql: SqlStorage, key: string): void {

@@ -1,6 +1,7 @@
 /** A ledger shard's `states` table (storage/ledger-shard/schema.ts): transactions changed since processed, and refunds. */
 import { hasTables, schemaVersion } from './schema';
 import { packRecord, unpackRecord, type PackedRecord, type StoredTransaction } from './records';
+import { decodeStored, encodeStored } from './record-codec';
 
 /** A transaction's current record once changed after processing (or a refund, whose only record this is). */
 export interface StateRow {
@@ -14,11 +15,12 @@ export interface StateRow {
   settledOn: string | null;
 }
 
-export type StateSql = { id: string; original: number; record: string; amount_refunded: number; unsettled: number; captured_at: string | null; settled_on: string | null };
+/** `record`: plain JSON text in rows written before compression, else the BLOB of record-codec.ts. */
+export type StateSql = { id: string; original: number; record: string | ArrayBuffer; amount_refunded: number; unsettled: number; captured_at: string | null; settled_on: string | null };
 
 export function stateFromSql(merchantId: string, row: StateSql): StateRow {
   return {
-    stored: unpackRecord(merchantId, JSON.parse(row.record) as PackedRecord),
+    stored: unpackRecord(merchantId, JSON.parse(decodeStored(row.record)) as PackedRecord),
     original: row.original === 1,
     amountRefunded: row.amount_refunded,
     unsettled: row.unsettled === 1,
@@ -44,12 +46,12 @@ export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string):
   );
 }
 
-/** A state row's column values, in the `states` table's order (one write here, many in bulk.ts). */
-export function stateRowValues(state: StateRow, updatedAt: string): unknown[] {
+/** A state row's column values, in the `states` table's order (one write here, many in bulk.ts); the record compressed. */
+export function stateRowValues(state: StateRow, updatedAt: string): [string, number, ArrayBuffer, number, number, string | null, string | null, string] {
   return [
     String(state.stored.record.id),
     state.original ? 1 : 0,
-    JSON.stringify(packRecord(state.stored)),
+    encodeStored(JSON.stringify(packRecord(state.stored))),
     state.amountRefunded,
     state.unsettled ? 1 : 0,
     state.capturedAt,

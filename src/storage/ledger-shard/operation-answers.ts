@@ -1,0 +1,62 @@
+/**
+ * An operation's answer as the `operations` table keeps it (docs/transactions.md, "Replays keep the
+ * first answer"): a replay under the same key must answer exactly what the first call answered
+ * (status, and the record as that operation left it), even after later operations and settlement
+ * changed the transaction. The record as answered is mostly the transaction's page record (written
+ * once, never changed, read by every claim and answer of the transaction anyway), so what is kept
+ * is the answer's status and only the fields that differ from the page record (a capture's status,
+ * amounts and times; a refund's id, type, amount and response), rebuilt at read time. A refund's
+ * answer always keeps `response` and `service_fee` (the surcharge check sums them from SQL rows).
+ *
+ * The compact form is kept only when it rebuilds the answer byte for byte (checked as it is made);
+ * otherwise, and for a declined capture or void (a short message), the answer is kept whole.
+ */
+import type { TransactionRecord } from '../../schemas/transaction-columns';
+
+/** The compact form: `changed` names it (a whole answer has `record` or `message`, never `changed`). */
+interface CompactAnswer {
+  status: number;
+  changed: Record<string, unknown>;
+  /** Fields of the page record the answered record lacks (none in practice; kept for exactness). */
+  dropped?: string[];
+}
+
+/** Fields every refund answer keeps whatever the page record holds (surchargeRefunded reads them). */
+const ALWAYS_KEPT = ['response', 'service_fee'];
+
+/** What to store for `answer` (JSON), given the transaction's page record (null: not known, kept whole). */
+export function answerToStore(answer: string, base: TransactionRecord | null): string {
+  if (base === null) return answer;
+  const parsed = JSON.parse(answer) as { status: number; record?: Record<string, unknown> };
+  if (!parsed.record) return answer;
+  const baseFields = base as unknown as Record<string, unknown>;
+  const changed: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(parsed.record)) {
+    if (ALWAYS_KEPT.includes(field) || !(field in baseFields) || JSON.stringify(value) !== JSON.stringify(baseFields[field] ?? null)) changed[field] = value;
+  }
+  const dropped = Object.keys(baseFields).filter((field) => !(field in parsed.record!));
+  const compact: CompactAnswer = dropped.length > 0 ? { status: parsed.status, changed, dropped } : { status: parsed.status, changed };
+  const stored = JSON.stringify(compact);
+  return stored.length < answer.length && rebuild(compact, base) === answer ? stored : answer;
+}
+
+/** The answer (JSON) a stored one stands for: itself when kept whole, else rebuilt over the page record. */
+export function answerFromStored(stored: string, base: TransactionRecord | null): string {
+  if (!stored.includes('"changed":')) return stored;
+  const parsed = JSON.parse(stored) as CompactAnswer | { status: number; record?: unknown; message?: string };
+  if (!('changed' in parsed)) return stored;
+  if (base === null) throw new Error("an operation's answer is kept against its transaction's page record, which was not found");
+  return rebuild(parsed, base);
+}
+
+/** A stored answer's record fields, without its page record: only those every form keeps (response, service_fee). */
+export function keptFields(stored: string): Record<string, unknown> {
+  const parsed = JSON.parse(stored) as { record?: Record<string, unknown>; changed?: Record<string, unknown> };
+  return parsed.changed ?? parsed.record ?? {};
+}
+
+function rebuild(compact: CompactAnswer, base: TransactionRecord): string {
+  const record: Record<string, unknown> = { ...(base as unknown as Record<string, unknown>), ...compact.changed };
+  for (const field of compact.dropped ?? []) delete record[field];
+  return JSON.stringify({ status: compact.status, record });
+}

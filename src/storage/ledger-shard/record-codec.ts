@@ -1,0 +1,51 @@
+/**
+ * How a ledger shard stores a transaction's current record (`states.record`) and an operation's
+ * answer (`operations.answer`): raw DEFLATE, in a BLOB whose first byte names the encoding. A row
+ * written before this is plain JSON text, and still reads: SQLite keeps a value's own type in a
+ * column declared TEXT, so the value's type tells the encoding and no table changes.
+ *
+ * Why: these values are about 2 KB of JSON, more than a WITHOUT ROWID table keeps in its B-tree
+ * cell (about 1 KB of a 4 KB page); the rest spilled into an overflow page of its own, mostly empty,
+ * so a capture, void or refund cost about 5 KB of database. Compressed they are a few hundred bytes
+ * and stay in the cell (docs/capacity.md, "One big merchant's day").
+ *
+ * Why a synchronous codec (fflate) rather than the platform's CompressionStream: every reader of
+ * these rows (an operation's claim and answer, a settlement run, a GET, the archive) reads them
+ * inside a synchronous storage step that cannot await, and an answer is made inside that step from
+ * what it read. Raw DEFLATE rather than gzip: the same stream, less gzip's 18 bytes of header and trailer.
+ */
+import { deflateSync, inflateSync, strFromU8, strToU8 } from 'fflate';
+
+/** The first byte of a stored value: raw DEFLATE of the value's UTF-8 JSON. */
+const DEFLATE_RAW = 1;
+/** Level 6, zlib's default: at about 2 KB a value, higher levels save a few bytes for more CPU. */
+const LEVEL = 6;
+
+/** JSON text as it is stored: the encoding's byte, then the compressed bytes. */
+export function encodeStored(json: string): ArrayBuffer {
+  const packed = deflateSync(strToU8(json), { level: LEVEL });
+  const stored = new Uint8Array(packed.length + 1);
+  stored[0] = DEFLATE_RAW;
+  stored.set(packed, 1);
+  return stored.buffer;
+}
+
+/** A stored value's JSON text: plain text as it was written before, or the BLOB encodeStored wrote. */
+export function decodeStored(value: string | ArrayBuffer | Uint8Array): string {
+  if (typeof value === 'string') return value;
+  const bytes = value instanceof Uint8Array ? value : new Uint8Array(value);
+  if (bytes[0] !== DEFLATE_RAW) throw new Error(`a stored record in an unknown encoding (${bytes[0] ?? 'empty'})`);
+  return strFromU8(inflateSync(bytes.subarray(1)));
+}
+
+/**
+ * A stored value as it travels inside a JSON parameter (bulk.ts binds a group's rows as one JSON
+ * array): hex, which SQLite's `unhex()` turns back into the BLOB as it writes the row.
+ */
+export function storedHex(stored: ArrayBuffer): string {
+  const bytes = new Uint8Array(stored);
+  let hex = '';
+  for (let i = 0; i < bytes.length; i++) hex += HEX[bytes[i] ?? 0];
+  return hex;
+}
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));

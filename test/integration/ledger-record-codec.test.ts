@@ -1,0 +1,110 @@
+/**
+ * A ledger shard's current records (`states.record`) and operations' answers (`operations.answer`)
+ * are stored compressed (storage/ledger-shard/record-codec.ts), small enough to stay in their
+ * B-tree cell; rows written as plain JSON before still read, and a replay still answers exactly
+ * what the first call answered.
+ */
+import { runInDurableObject } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { admin, call, createMerchant, type Envelope } from '../helpers/api';
+import { apiShardName, objectRowsAsText } from '../helpers/ledger';
+import { utcDay } from '../../src/services/transactions/ledger';
+import { decodeStored, encodeStored } from '../../src/storage/ledger-shard/record-codec';
+
+type TxRecord = Record<string, string | number | boolean | null>;
+const VISA = '4111111111111111';
+
+describe('ledger shard records stored compressed', () => {
+  it('encodes JSON to a smaller BLOB and back; plain text reads as itself', () => {
+    const json = JSON.stringify({ id: 'txn_x', response: 'approved', text: 'a'.repeat(2000) });
+    const stored = encodeStored(json);
+    expect(stored.byteLength).toBeLessThan(200);
+    expect(decodeStored(stored)).toBe(json);
+    expect(decodeStored(json)).toBe(json);
+    expect(() => decodeStored(new Uint8Array([9, 1, 2]))).toThrow('unknown encoding');
+  });
+
+  it('a void keeps a compressed state and answer; rows written as plain JSON before still read and replay exactly', async () => {
+    const shop = await createMerchant({ name: 'Codec Shop' });
+    const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: 1500, order_id: 'codec1' } });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const id = String((await made.json<Envelope<TxRecord>>()).data.id);
+    const voidIt = () => call('POST', `/api/transaction/${id}/void`, { key: shop.secretKey, headers: { 'Idempotency-Key': 'codec-void' } });
+    const first = await voidIt();
+    expect(first.status).toBe(200);
+    const answered = (await first.json<Envelope<TxRecord>>()).data;
+    expect(answered).toMatchObject({ id, status: 'voided' });
+    const read = async () => (await (await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).json<Envelope<TxRecord>>()).data;
+    const before = await read();
+
+    const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, utcDay(new Date())));
+    const stored = await runInDurableObject(shard, (_instance, state) => ({
+      state: state.storage.sql.exec<{ t: string; n: number }>('SELECT typeof(record) AS t, length(record) AS n FROM states WHERE id = ?', id).one(),
+      answer: state.storage.sql.exec<{ t: string; n: number }>('SELECT typeof(answer) AS t, length(answer) AS n FROM operations WHERE transaction_id = ?', id).one(),
+    }));
+    // Compressed, and under the ~1 KB a WITHOUT ROWID table keeps in its cell (no overflow page).
+    expect(stored.state.t).toBe('blob');
+    expect(stored.answer.t).toBe('blob');
+    expect(stored.state.n).toBeLessThan(1000);
+    expect(stored.answer.n).toBeLessThan(1000);
+    // The leak scans read a compressed value as the JSON it holds (a card number in it would be found).
+    const scanned = (await objectRowsAsText(shard)).filter((row) => row.where.startsWith('states ')).map((row) => row.text);
+    expect(scanned.join('\n')).toContain('411111******1111');
+
+    // As an older version wrote them: plain JSON text.
+    await runInDurableObject(shard, (_instance, state) => {
+      const sql = state.storage.sql;
+      const record = sql.exec<{ record: ArrayBuffer }>('SELECT record FROM states WHERE id = ?', id).one().record;
+      sql.exec('UPDATE states SET record = ? WHERE id = ?', decodeStored(record), id);
+      const answer = sql.exec<{ answer: ArrayBuffer }>('SELECT answer FROM operations WHERE transaction_id = ?', id).one().answer;
+      sql.exec('UPDATE operations SET answer = ? WHERE transaction_id = ?', decodeStored(answer), id);
+      expect(sql.exec<{ t: string }>('SELECT typeof(record) AS t FROM states WHERE id = ?', id).one().t).toBe('text');
+    });
+    expect(await read()).toEqual(before);
+    const again = await voidIt();
+    expect(again.status).toBe(200);
+    expect((await again.json<Envelope<TxRecord>>()).data).toEqual(answered);
+  });
+
+  it("a replay answers the first answer exactly after the transaction moved on, though only what differs from its page record is kept", async () => {
+    const shop = await createMerchant({ name: 'Codec Replay Shop' });
+    const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'authorize', cc_number: VISA, cc_expiration: '12/30', amount: 1000, order_id: 'codec2' } });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const id = String((await made.json<Envelope<TxRecord>>()).data.id);
+    const operate = (kind: 'capture' | 'refund', key: string, body?: unknown) => call('POST', `/api/transaction/${id}/${kind}`, { key: shop.secretKey, body, headers: { 'Idempotency-Key': key } });
+    const captured = await operate('capture', 'codec-capture');
+    expect(captured.status).toBe(200);
+    const capture = (await captured.json<Envelope<TxRecord>>()).data;
+    expect(capture).toMatchObject({ status: 'pending_settlement', amount_refunded: 0 });
+    expect((await admin('POST', `/admin/merchants/${shop.id}/settle`)).status).toBe(200);
+    const refunded = await operate('refund', 'codec-refund', { amount: 300 });
+    expect(refunded.status).toBe(201);
+    const refund = (await refunded.json<Envelope<TxRecord>>()).data;
+    expect(refund).toMatchObject({ type: 'refund', amount: 300, referenced_transaction_id: id });
+    expect((await operate('refund', 'codec-refund-2', { amount: 200 })).status).toBe(201);
+
+    // The transaction is now settled and partly refunded; each replay answers as the first call did.
+    const now = (await (await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).json<Envelope<TxRecord>>()).data;
+    expect(now).toMatchObject({ status: 'partially_refunded', amount_refunded: 500 });
+    const again = await operate('capture', 'codec-capture');
+    expect(again.status).toBe(200);
+    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+    expect((await again.json<Envelope<TxRecord>>()).data).toEqual(capture);
+    const refundAgain = await operate('refund', 'codec-refund', { amount: 300 });
+    expect(refundAgain.status).toBe(200);
+    expect((await refundAgain.json<Envelope<TxRecord>>()).data).toEqual(refund);
+
+    // What is kept: the status and the fields that differ from the page record, not the record.
+    const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, utcDay(new Date())));
+    const kept = await runInDurableObject(shard, (_instance, state) =>
+      state.storage.sql.exec<{ key: string; answer: ArrayBuffer }>('SELECT key, answer FROM operations WHERE transaction_id = ? ORDER BY created_at, key', id).toArray().map((row) => JSON.parse(decodeStored(row.answer)) as Record<string, unknown>),
+    );
+    expect(kept).toHaveLength(3);
+    for (const answer of kept) {
+      expect(answer).not.toHaveProperty('record');
+      expect(Object.keys(answer.changed as object).length).toBeLessThan(25);
+    }
+    expect(kept[0]).toMatchObject({ status: 200, changed: { status: 'pending_settlement', amount_refunded: 0 } });
+  });
+});
