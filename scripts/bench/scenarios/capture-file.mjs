@@ -4,9 +4,12 @@
 // capture file should run within 20% of the sales file's rows a second. N: 500,000 in a full run
 // (BATCH_MAX_ROWS), 5,000 with --quick, or BENCH_CAPTURE_ROWS. BENCH_CAPTURE_PROFILE=1: the capture
 // file is run under the CPU profiler (the isolate's JavaScript, Worker and objects alike), its
-// stages and top functions logged and kept in bench/results/captures-profile.cpuprofile.
+// stages and top functions logged and kept in bench/results/captures-profile.cpuprofile
+// (BENCH_CAPTURE_PROFILE=both: the sales file too, in bench/results/sales-profile.cpuprofile).
 import { callJson, requireRoute, SECRET_KEY } from '../http.mjs';
-import { profileWork } from '../profile.mjs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { findBundleMap, profileWork } from '../profile.mjs';
 
 const q = (value) => `"${value}"`;
 
@@ -69,12 +72,24 @@ export const captureFileScenarios = [
       const ids = column(authorizations.csv, 'id');
       const statuses = column(authorizations.csv, 'status');
       if (ids.length !== rows || statuses.some((s) => s !== 'authorized')) throw new Error('the authorizations file did not authorize every row');
-      const sales = await runFile(ctx, cardFile('sale', rows), `sales-${rows}.csv`, rows);
+      const runSales = () => runFile(ctx, cardFile('sale', rows), `sales-${rows}.csv`, rows);
+      let sales;
+      // BENCH_CAPTURE_PROFILE=both: the sales file profiled too, to compare a sales chunk's stages with a capture chunk's.
+      if (process.env.BENCH_CAPTURE_PROFILE === 'both') {
+        const profile = await profileWork(ctx, 'sales-profile', runSales);
+        sales = profile.work;
+        ctx.log(`sales file profiled: ${profile.profiledMs} ms of samples over ${profile.wallSeconds} s`);
+        for (const c of profile.categories) ctx.log(`  ${String(c.share).padStart(5)}%  ${c.category}`);
+        for (const t of profile.top) ctx.log(`  ${String(t.share).padStart(5)}%  ${t.name}  ${t.file}`);
+      } else sales = await runSales();
       const runCaptures = () => runFile(ctx, captureFile(ids), `captures-${rows}.csv`, rows, true);
       let captures;
       if (process.env.BENCH_CAPTURE_PROFILE) {
         const profile = await profileWork(ctx, 'captures-profile', runCaptures);
         captures = profile.work;
+        // The bundle's source map, kept beside the profiles (the server's folder goes with it), to read them by caller afterwards.
+        const map = findBundleMap(ctx.server.dir);
+        if (map) writeFileSync(join(ctx.root, 'bench', 'results', 'profile-bundle.js.map'), JSON.stringify(map));
         ctx.log(`capture file profiled: ${profile.profiledMs} ms of samples over ${profile.wallSeconds} s`);
         for (const c of profile.categories) ctx.log(`  ${String(c.share).padStart(5)}%  ${c.category}`);
         for (const t of profile.top) ctx.log(`  ${String(t.share).padStart(5)}%  ${t.name}  ${t.file}`);

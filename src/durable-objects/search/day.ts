@@ -20,6 +20,7 @@ import { memberOf } from '../../services/search/unit-rows';
 import { retentionDays } from '../../services/transactions/ledger';
 import { presentRecord, settle } from '../../services/transactions/lifecycle-rules';
 import { restrictedKeysBelow, unitKeysAtTimes } from '../../storage/search/day-keys';
+import { upsertChanges } from '../../storage/search/day-changes';
 import { findUnit, newUnitCache } from './day-units';
 import {
   countBetween,
@@ -36,7 +37,6 @@ import {
   unitsAt,
   unitsBefore,
   unpackRecord,
-  upsertChange,
   type PackedRecord,
   type StoredUnit,
   type ChangeInput,
@@ -126,14 +126,15 @@ export class SearchDay extends DurableObject<Env> {
           records: JSON.stringify([packRecord(change.record)]),
         })),
       );
+      const rows = located.map(({ change, unit }) => {
+        const key = unit ?? { shard: change.shard, page: change.id, at: String(change.record.created_at) };
+        const settledOn = change.record.settlement_batch_id !== null && change.record.settled_at !== null ? settledDayOf(change.record) : null;
+        return { ...key, id: change.id, rank: rankOf(change.record, change.amountRefunded), amountRefunded: change.amountRefunded, settledOn, record: change.record };
+      });
       let written = 0;
       this.ctx.storage.transactionSync(() => {
         for (const row of orphanRows) insertUnit(sql, row);
-        for (const { change, unit } of located) {
-          const key = unit ?? { shard: change.shard, page: change.id, at: String(change.record.created_at) };
-          const settledOn = change.record.settlement_batch_id !== null && change.record.settled_at !== null ? settledDayOf(change.record) : null;
-          if (upsertChange(sql, { ...key, id: change.id, rank: rankOf(change.record, change.amountRefunded), amountRefunded: change.amountRefunded, settledOn, record: change.record })) written++;
-        }
+        written = upsertChanges(sql, rows).filter(Boolean).length;
       });
       return written;
     });
@@ -165,11 +166,14 @@ export class SearchDay extends DurableObject<Env> {
       }
       this.ctx.storage.transactionSync(() => {
         for (const unit of units.values()) markUnitSettled(sql, unit, batchDate, settledAt);
-        for (const change of changes.values()) {
-          if (change.record.status !== 'pending_settlement') continue;
-          const record = settle(change.record, batchDate, settledAt);
-          upsertChange(sql, { ...change, rank: rankOf(record, change.amountRefunded), settledOn: batchDate, record });
-        }
+        const settling = [...changes.values()].filter((change) => change.record.status === 'pending_settlement');
+        upsertChanges(
+          sql,
+          settling.map((change) => {
+            const record = settle(change.record, batchDate, settledAt);
+            return { ...change, rank: rankOf(record, change.amountRefunded), settledOn: batchDate, record };
+          }),
+        );
       });
       return found;
     });
@@ -205,7 +209,7 @@ export class SearchDay extends DurableObject<Env> {
         }
       }
       this.ctx.storage.transactionSync(() => {
-        for (const { key, record } of found) upsertChange(sql, { ...key, id: String(record.id), rank: rankOf(record, 0), amountRefunded: 0, settledOn: null, record });
+        upsertChanges(sql, found.map(({ key, record }) => ({ ...key, id: String(record.id), rank: rankOf(record, 0), amountRefunded: 0, settledOn: null, record })));
       });
       return found.length;
     });

@@ -356,27 +356,3 @@ export function readChanges(sql: SqlStorage, ids: readonly string[]): Map<string
   }
   return found;
 }
-
-/**
- * Writes a transaction's current record unless a later state is stored (two operations answered
- * close together may be indexed out of order); counts the change on its unit the first time.
- * Answers whether it was written.
- */
-export function upsertChange(sql: SqlStorage, change: ChangeRow): boolean {
-  const before = sql.exec<{ rank: number }>('SELECT rank FROM changes WHERE id = ?', change.id).toArray()[0];
-  if (before && before.rank > change.rank) return false;
-  sql.exec(
-    `INSERT INTO changes (id, shard, page, at, rank, amount_refunded, settled_on, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET rank = excluded.rank, amount_refunded = excluded.amount_refunded, settled_on = excluded.settled_on, record = excluded.record`,
-    change.id,
-    change.shard,
-    change.page,
-    change.at,
-    change.rank,
-    change.amountRefunded,
-    change.settledOn,
-    JSON.stringify(packRecord(change.record)),
-  );
-  if (!before) sql.exec('UPDATE units SET changed = changed + 1 WHERE shard = ? AND page = ? AND at = ?', change.shard, change.page, change.at);
-  return true;
-}
