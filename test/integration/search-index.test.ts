@@ -8,7 +8,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { SearchDay } from '../../src/durable-objects/search/day';
 import type { TransactionRecord } from '../../src/schemas/transaction-columns';
-import { unitsBefore, type ChangeInput } from '../../src/storage/search/day';
+import { changeInput, unitsBefore, type ChangeInput } from '../../src/storage/search/day';
 import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search/keys';
 import { keyHash, shardOfId } from '../../src/services/search/indexer';
 import { searchDayName, searchKeysName, searchPartOf } from '../../src/services/search/names';
@@ -163,7 +163,7 @@ describe('a day object', () => {
     // state); the second's in order (a partial refund, then the rest); the others are voided.
     const changesOf = (shard: string, records: TransactionRecord[]): ChangeInput[] => {
       const [first, second, ...rest] = records as [TransactionRecord, TransactionRecord, ...TransactionRecord[]];
-      const change = (record: TransactionRecord, status: string, amountRefunded: number): ChangeInput => ({ id: String(record.id), shard, record: { ...record, status }, amountRefunded });
+      const change = (record: TransactionRecord, status: string, amountRefunded: number): ChangeInput => changeInput(String(record.id), shard, { ...record, status }, amountRefunded);
       return [
         change(first, 'partially_refunded', 500),
         change(first, 'pending_settlement', 0),

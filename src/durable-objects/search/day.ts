@@ -114,22 +114,20 @@ export class SearchDay extends DurableObject<Env> {
       const located = changes.map((change) => ({ change, unit: findUnit(this.ctx.storage.sql, change.shard, change.id, cache) }));
       const orphans = located.filter((l) => l.unit === null);
       // Their own units: the record as it is now stands for "as processed" (nothing is older here).
-      const orphanRows = await Promise.all(
-        orphans.map(async ({ change }) => ({
-          shard: change.shard,
-          page: change.id,
-          at: String(change.record.created_at),
-          count: 1,
-          pending: change.record.status === 'pending_settlement' ? 1 : 0,
-          members: [memberOf(change.id)],
-          format: 'json' as const,
-          records: JSON.stringify([packRecord(change.record)]),
-        })),
-      );
+      const orphanRows = orphans.map(({ change }) => ({
+        shard: change.shard,
+        page: change.id,
+        at: change.createdAt,
+        count: 1,
+        pending: change.status === 'pending_settlement' ? 1 : 0,
+        members: [memberOf(change.id)],
+        format: 'json' as const,
+        records: `[${change.packed}]`,
+      }));
       const rows = located.map(({ change, unit }) => {
-        const key = unit ?? { shard: change.shard, page: change.id, at: String(change.record.created_at) };
-        const settledOn = change.record.settlement_batch_id !== null && change.record.settled_at !== null ? settledDayOf(change.record) : null;
-        return { ...key, id: change.id, rank: rankOf(change.record, change.amountRefunded), amountRefunded: change.amountRefunded, settledOn, record: change.record };
+        const key = unit ?? { shard: change.shard, page: change.id, at: change.createdAt };
+        const settledOn = change.settlementBatchId !== null && change.settledAt !== null ? settledDayOf(change.settlementBatchId) : null;
+        return { ...key, id: change.id, rank: rankOf(change.status, change.amountRefunded), amountRefunded: change.amountRefunded, settledOn, packed: change.packed };
       });
       let written = 0;
       this.ctx.storage.transactionSync(() => {
@@ -170,8 +168,9 @@ export class SearchDay extends DurableObject<Env> {
         upsertChanges(
           sql,
           settling.map((change) => {
-            const record = settle(change.record, batchDate, settledAt);
-            return { ...change, rank: rankOf(record, change.amountRefunded), settledOn: batchDate, record };
+            const { record: processed, ...row } = change;
+            const record = settle(processed, batchDate, settledAt);
+            return { ...row, rank: rankOf(record.status, change.amountRefunded), settledOn: batchDate, packed: JSON.stringify(packRecord(record)) };
           }),
         );
       });
@@ -209,7 +208,7 @@ export class SearchDay extends DurableObject<Env> {
         }
       }
       this.ctx.storage.transactionSync(() => {
-        upsertChanges(sql, found.map(({ key, record }) => ({ ...key, id: String(record.id), rank: rankOf(record, 0), amountRefunded: 0, settledOn: null, record })));
+        upsertChanges(sql, found.map(({ key, record }) => ({ ...key, id: String(record.id), rank: rankOf(record.status, 0), amountRefunded: 0, settledOn: null, packed: JSON.stringify(packRecord(record)) })));
       });
       return found.length;
     });
@@ -354,14 +353,13 @@ export class SearchDay extends DurableObject<Env> {
 const STATUS_RANK: Record<string, number> = { pending_settlement: 1, settled: 2, voided: 2, partially_refunded: 3, refunded: 4 };
 
 /** A change's rank: its status, then what was refunded (a second partial refund outranks the first). */
-function rankOf(record: TransactionRecord, amountRefunded: number): number {
-  return (STATUS_RANK[String(record.status)] ?? 0) * 1e12 + amountRefunded;
+function rankOf(status: unknown, amountRefunded: number): number {
+  return (STATUS_RANK[String(status)] ?? 0) * 1e12 + amountRefunded;
 }
 
-
-/** The settlement day a settled record names (its batch id is `stl_{YYYYMMDD}_…`). */
-function settledDayOf(record: TransactionRecord): string | null {
-  const match = /^stl_([0-9]{4})([0-9]{2})([0-9]{2})_/.exec(String(record.settlement_batch_id));
+/** The settlement day a settled record's batch id names (`stl_{YYYYMMDD}_…`). */
+function settledDayOf(settlementBatchId: unknown): string | null {
+  const match = /^stl_([0-9]{4})([0-9]{2})([0-9]{2})_/.exec(String(settlementBatchId));
   return match ? `${match[1]}-${match[2]}-${match[3]}` : null;
 }
 

@@ -9,7 +9,7 @@
  * statement per unit whose count of changed transactions moved (a chunk's rows are one or two units).
  */
 import { jsonArrays } from '../ledger-shard/bulk';
-import { packRecord, type ChangeRow, type UnitKey } from './day';
+import type { ChangeWrite, UnitKey } from './day';
 
 /**
  * Writes each transaction's current record unless a later state is stored or written before it in
@@ -17,7 +17,7 @@ import { packRecord, type ChangeRow, type UnitKey } from './day';
  * the change on its unit the first time the transaction changes: as if each were written alone, in
  * order. Answers, for each change, whether it was written.
  */
-export function upsertChanges(sql: SqlStorage, changes: readonly ChangeRow[]): boolean[] {
+export function upsertChanges(sql: SqlStorage, changes: readonly ChangeWrite[]): boolean[] {
   const written = changes.map(() => false);
   if (changes.length === 0) return written;
   const ranks = new Map<string, number>();
@@ -26,7 +26,7 @@ export function upsertChanges(sql: SqlStorage, changes: readonly ChangeRow[]): b
   }
   // Per transaction, the row as the writes one after another would leave it: an insert keeps the
   // first write's unit (shard, page, at); each later write replaces the rest.
-  const rows = new Map<string, ChangeRow>();
+  const rows = new Map<string, ChangeWrite>();
   const newOnUnit = new Map<string, { unit: UnitKey; count: number }>();
   changes.forEach((change, i) => {
     const before = ranks.get(change.id);
@@ -42,7 +42,7 @@ export function upsertChanges(sql: SqlStorage, changes: readonly ChangeRow[]): b
     ranks.set(change.id, change.rank);
     written[i] = true;
   });
-  const values = [...rows.values()].map((c) => [c.id, c.shard, c.page, c.at, c.rank, c.amountRefunded, c.settledOn, JSON.stringify(packRecord(c.record))]);
+  const values = [...rows.values()].map((c) => [c.id, c.shard, c.page, c.at, c.rank, c.amountRefunded, c.settledOn, c.packed]);
   for (const array of jsonArrays(values)) {
     sql.exec(
       `INSERT INTO changes (id, shard, page, at, rank, amount_refunded, settled_on, record)
