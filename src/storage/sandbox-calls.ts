@@ -22,6 +22,7 @@
  * still read when a key is not found in `charges`; they empty themselves 31 days after their day.
  */
 import { DURABLE_OBJECTS, HALF } from '../lib/platform-limits';
+import { jsonArrays } from './ledger-shard/bulk';
 
 export interface SandboxChargeEntry {
   idempotencyKey: string;
@@ -140,14 +141,25 @@ function byBlock<T>(items: readonly T[], key: (item: T) => string): Map<string, 
   return blocks;
 }
 
-/** The first answer of each of `keys` (all of one block) found among the block's charge rows. */
-function firstAnswers(sql: SqlStorage, block: string, keys: ReadonlySet<string>, found: Map<string, string>): void {
-  const prefix = blockPrefix(block);
-  const rows = sql.exec<{ entries: string }>("SELECT entries FROM charges WHERE block = ? AND kind = 'charge' ORDER BY seq", block);
-  for (const row of rows) {
-    for (const entry of JSON.parse(row.entries) as PackedEntry[]) {
-      const key = prefix + entry[0];
-      if (keys.has(key) && !found.has(key)) found.set(key, unpackResult(entry[4]));
+/**
+ * The first answer of each of `blocks`' keys found among the blocks' charge rows (block → its keys):
+ * one statement per JSON array of block names, however many blocks a call touches (a batch chunk's
+ * captures are a block per transaction, their keys' prefixes naming it).
+ */
+function firstAnswers(sql: SqlStorage, blocks: ReadonlyMap<string, ReadonlySet<string>>, found: Map<string, string>): void {
+  for (const array of jsonArrays([...blocks.keys()])) {
+    const rows = sql.exec<{ block: string; entries: string }>(
+      "SELECT block, entries FROM charges WHERE block IN (SELECT value FROM json_each(?)) AND kind = 'charge' ORDER BY block, seq",
+      array,
+    );
+    for (const row of rows) {
+      const keys = blocks.get(row.block);
+      if (!keys) continue;
+      const prefix = blockPrefix(row.block);
+      for (const entry of JSON.parse(row.entries) as PackedEntry[]) {
+        const key = prefix + entry[0];
+        if (keys.has(key) && !found.has(key)) found.set(key, unpackResult(entry[4]));
+      }
     }
   }
 }
@@ -164,12 +176,9 @@ export function recordCharges(
   earlier: ReadonlyMap<string, string> = new Map(),
 ): Map<string, string> {
   const answers = new Map(earlier);
-  for (const [block, group] of byBlock(entries, (entry) => entry.idempotencyKey)) {
-    firstAnswers(sql, block, new Set(group.map((entry) => entry.idempotencyKey)), answers);
-    const prefix = blockPrefix(block);
-    const packed = group.map((entry) => pack(prefix, entry));
-    insertRow(sql, block, at, 'charge', JSON.stringify(packed));
-  }
+  const blocks = byBlock(entries, (entry) => entry.idempotencyKey);
+  firstAnswers(sql, new Map([...blocks].map(([block, group]) => [block, new Set(group.map((entry) => entry.idempotencyKey))])), answers);
+  insertRows(sql, at, 'charge', [...blocks].map(([block, group]) => [block, JSON.stringify(group.map((entry) => pack(blockPrefix(block), entry)))]));
   for (const entry of entries) if (!answers.has(entry.idempotencyKey)) answers.set(entry.idempotencyKey, entry.result);
   return answers;
 }
@@ -177,26 +186,30 @@ export function recordCharges(
 /** The first answer of each key that was charged (absent: never charged). Reads only the keys' blocks. */
 export function findCharges(sql: SqlStorage, keys: readonly string[]): Map<string, string> {
   const found = new Map<string, string>();
-  for (const [block, group] of byBlock(keys, (key) => key)) firstAnswers(sql, block, new Set(group), found);
+  firstAnswers(sql, new Map([...byBlock(keys, (key) => key)].map(([block, group]) => [block, new Set(group)])), found);
   return found;
 }
 
 /** Counts one lookup of each of `keys` (what the sandbox's ledger shows as lookupCalls). */
 export function recordLookups(sql: SqlStorage, at: string, keys: readonly string[]): void {
-  for (const [block, group] of byBlock(keys, (key) => key)) {
-    insertRow(sql, block, at, 'lookup', JSON.stringify(group));
-  }
+  insertRows(sql, at, 'lookup', [...byBlock(keys, (key) => key)].map(([block, group]) => [block, JSON.stringify(group)]));
 }
 
-/** A block's next row: its calls are numbered in the order the object took them (one at a time). */
-function insertRow(sql: SqlStorage, block: string, at: string, kind: 'charge' | 'lookup', entries: string): void {
-  sql.exec(
-    'INSERT INTO charges (block, seq, at, kind, entries) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM charges WHERE block = ?1), ?2, ?3, ?4)',
-    block,
-    at,
-    kind,
-    entries,
-  );
+/**
+ * Each block's next row (the blocks are distinct): a block's calls are numbered in the order the
+ * object took them (one at a time). One statement per JSON array of rows (a row is at most
+ * MAX_BLOCK_ROW_BYTES, each array at most half of the 2 MB a bound string may hold).
+ */
+function insertRows(sql: SqlStorage, at: string, kind: 'charge' | 'lookup', rows: readonly (readonly [block: string, entries: string])[]): void {
+  for (const array of jsonArrays(rows)) {
+    sql.exec(
+      `INSERT INTO charges (block, seq, at, kind, entries)
+       SELECT value ->> 0, (SELECT COALESCE(MAX(seq), 0) + 1 FROM charges WHERE block = value ->> 0), ?2, ?3, value ->> 1 FROM json_each(?1)`,
+      array,
+      at,
+      kind,
+    );
+  }
 }
 
 /**

@@ -9,7 +9,7 @@ import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { sandboxAcquirerName, SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
-import { recordCharges, findCharges, type SandboxChargeEntry } from '../../src/storage/sandbox-calls';
+import { createChargeTable, recordCharges, findCharges, type SandboxChargeEntry } from '../../src/storage/sandbox-calls';
 import { meterInvocation } from '../helpers/invocation-meter';
 
 const DAY = '2026-12-03';
@@ -59,28 +59,62 @@ function rowsReadDuring<T>(sql: SqlStorage, run: () => T): { answer: T; rowsRead
 
 describe('one merchant\'s day in one acquirer object', () => {
   it('a charge and a lookup read their own keys\' blocks, the same with 40 chunks in the day as with one', async () => {
-    const stub = acquirer('sandbox_busy_day');
-    // 40 chunks of 500 rows from 8 files, as a merchant's files running side by side would send them.
-    for (let file = 0; file < 8; file++) {
-      for (let c = 0; c < 5; c++) {
-        const answer = await stub.charge(DAY, chunk(`bat_busy${file}`, 2 + c * 500), NOW, NOW);
+    /** Rows read by a fresh chunk, a chunk sent again and a lookup, on an object holding `chunks`. */
+    const rowsRead = async (name: string, chunks: (readonly [file: string, firstLine: number])[]) => {
+      const stub = acquirer(name);
+      for (const [file, firstLine] of chunks) {
+        const answer = await stub.charge(DAY, chunk(file, firstLine), NOW, NOW);
         expect('answers' in answer).toBe(true);
       }
-    }
-    await runInDurableObject(stub, (_instance, state) => {
+      return runInDurableObject(stub, (_instance, state) => {
+        const sql = state.storage.sql;
+        // A new chunk of another file: its two blocks are empty.
+        const fresh = rowsReadDuring(sql, () => recordCharges(sql, NOW, chunk('bat_busy9', 2)));
+        expect(fresh.answer.size).toBe(500);
+        // A chunk sent again: its first answers come back.
+        const again = rowsReadDuring(sql, () => recordCharges(sql, NOW, chunk('bat_busy3', 502).map((e) => ({ ...e, result: APPROVED }))));
+        expect(again.answer.get('bat_busy3:502')).toContain('A00502');
+        // A lookup of one key reads its block.
+        const lookup = rowsReadDuring(sql, () => findCharges(sql, ['bat_busy5:1700', 'bat_busy5:99999']));
+        expect([...lookup.answer.keys()]).toEqual(['bat_busy5:1700']);
+        return { fresh: fresh.rowsRead, again: again.rowsRead, lookup: lookup.rowsRead };
+      });
+    };
+    // 40 chunks of 500 rows from 8 files, as a merchant's files running side by side would send them.
+    const busy = await rowsRead('sandbox_busy_day', Array.from({ length: 40 }, (_, i) => [`bat_busy${Math.floor(i / 5)}`, 2 + (i % 5) * 500] as const));
+    // The two files the calls above name, alone in their day.
+    const quiet = await rowsRead('sandbox_quiet_day', Array.from({ length: 10 }, (_, i) => [i < 5 ? 'bat_busy3' : 'bat_busy5', 2 + (i % 5) * 500] as const));
+    // The other six files' chunk rows are not read: the same rows as in a day of those two files
+    // alone (the keys' lists and their blocks' own rows, a few dozen at most).
+    expect(busy).toEqual(quiet);
+    expect(Math.max(busy.fresh, busy.again, busy.lookup)).toBeLessThanOrEqual(20);
+  });
+
+  it("a chunk of captures (a block per transaction: each key's prefix names it) is read and written in a few statements", async () => {
+    const stub = acquirer('sandbox_operations');
+    const captures = (answer: (result: string) => string) =>
+      chunk('bat_ops', 2).map((entry, i) => ({ ...entry, idempotencyKey: `txn_${String(i).padStart(4, '0')}x:capture:${entry.idempotencyKey}`, type: 'capture', result: answer(entry.result) }));
+    await runInDurableObject(stub, async (_instance, state) => {
       const sql = state.storage.sql;
-      // A new chunk of another file: its two blocks are empty; the day's 40 chunk rows are not read.
-      const fresh = rowsReadDuring(sql, () => recordCharges(sql, NOW, chunk('bat_busy9', 2)));
-      expect(fresh.answer.size).toBe(500);
-      expect(fresh.rowsRead).toBeLessThanOrEqual(4);
-      // A chunk sent again: its first answers come back, from its own blocks' rows only.
-      const again = rowsReadDuring(sql, () => recordCharges(sql, NOW, chunk('bat_busy3', 502).map((e) => ({ ...e, result: APPROVED }))));
-      expect(again.answer.get('bat_busy3:502')).toContain('A00502');
-      expect(again.rowsRead).toBeLessThanOrEqual(8);
-      // A lookup of one key reads its block.
-      const lookup = rowsReadDuring(sql, () => findCharges(sql, ['bat_busy5:1700', 'bat_busy5:99999']));
-      expect([...lookup.answer.keys()]).toEqual(['bat_busy5:1700']);
-      expect(lookup.rowsRead).toBeLessThanOrEqual(6);
+      createChargeTable(sql);
+      const exec = sql.exec.bind(sql);
+      let statements = 0;
+      (sql as { exec: SqlStorage['exec'] }).exec = ((query: string, ...bindings: unknown[]) => {
+        statements++;
+        return exec(query, ...bindings);
+      }) as SqlStorage['exec'];
+      try {
+        expect(recordCharges(sql, NOW, captures((result) => result)).size).toBe(500);
+        // Sent again with other answers: each key's first answer comes back.
+        const again = recordCharges(sql, NOW, captures((result) => result.replace('approved', 'declined')));
+        expect(again.get('txn_0007x:capture:bat_ops:9')).toContain('A00009');
+        expect(again.get('txn_0007x:capture:bat_ops:9')).toContain('approved');
+        expect(findCharges(sql, ['txn_0499x:capture:bat_ops:501', 'txn_0500x:capture:bat_ops:502']).size).toBe(1);
+      } finally {
+        (sql as { exec: SqlStorage['exec'] }).exec = exec;
+      }
+      // Two calls and a lookup; a statement or two per block was 2,001.
+      expect(statements).toBeLessThanOrEqual(10);
     });
   });
 

@@ -7,6 +7,8 @@ import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { SearchDay } from '../../src/durable-objects/search/day';
+import type { TransactionRecord } from '../../src/schemas/transaction-columns';
+import { changeInput, unitsBefore, type ChangeInput } from '../../src/storage/search/day';
 import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search/keys';
 import { keyHash, shardOfId } from '../../src/services/search/indexer';
 import { searchDayName, searchKeysName, searchPartOf } from '../../src/services/search/names';
@@ -134,6 +136,87 @@ describe('a day object', () => {
     expect(statements).toBeLessThan(40);
     const settled = await call('POST', '/api/transaction/search', { key: shop.secretKey, body: { batch_id: { operator: '=', value: batchId }, status: { operator: '=', value: 'settled' }, limit: 1 } });
     expect((await settled.json<{ total_count: number }>()).total_count).toBe(2_000);
+  }, QUEUE_TEST_TIMEOUT);
+
+  it("writes a chunk's changes in a few statements, each transaction left as its changes one call at a time leave it", async () => {
+    // A batch chunk's captures, voids or refunds reach a day object as one call of up to 500 changes.
+    const shop = await createMerchant({ name: 'Change Cost Shop' });
+    const day = utcDay(new Date());
+    /** A batch of `rows` sales: its day object and its records as processed, in line order. */
+    const processed = async (rows: number) => {
+      const batchId = await uploadOk(shop.secretKey, csv(CARD_HEADER, saleRows(rows)));
+      const batch = await waitForStatus(shop.secretKey, batchId, 'completed');
+      const ids = Array.from({ length: rows }, (_, i) => batchTransactionId(batchId, batch.created_at, i + 2));
+      const shard = shardOfId(shop.id, ids[0] ?? '') ?? '';
+      const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, day, searchPartOf(shard)));
+      const present = await stub.records(
+        (await runInDurableObject(stub, (_i, state) => unitsBefore(state.storage.sql, { from: `${day}T00:00:00.000Z`, to: `${day}T23:59:59.999Z` }, 10))).flatMap((unit) =>
+          ids.map((id) => ({ at: unit.at, id })),
+        ),
+        '2000-01-01T00:00:00.000Z',
+      );
+      if (!Array.isArray(present)) throw new Error(present.failed);
+      const byId = new Map(present.map((p) => [String(p.record.id), p.record]));
+      return { shard, stub, records: ids.map((id) => byId.get(id) as TransactionRecord) };
+    };
+    // The first transaction's two changes arrive out of order (its partial refund, then its capture's
+    // state); the second's in order (a partial refund, then the rest); the others are voided.
+    const changesOf = (shard: string, records: TransactionRecord[]): ChangeInput[] => {
+      const [first, second, ...rest] = records as [TransactionRecord, TransactionRecord, ...TransactionRecord[]];
+      const change = (record: TransactionRecord, status: string, amountRefunded: number): ChangeInput => changeInput(String(record.id), shard, { ...record, status }, amountRefunded);
+      return [
+        change(first, 'partially_refunded', 500),
+        change(first, 'pending_settlement', 0),
+        change(second, 'partially_refunded', 300),
+        change(second, 'refunded', 1001),
+        ...rest.map((record) => change(record, 'voided', 0)),
+      ];
+    };
+    /** Each transaction as a search reads it now, and how many transactions its units count as changed. */
+    const now = async ({ stub, shard, records }: Awaited<ReturnType<typeof processed>>) => {
+      const present = await stub.records(records.map((r) => ({ at: String(r.created_at), id: String(r.id) })), '2000-01-01T00:00:00.000Z');
+      if (!Array.isArray(present)) throw new Error(present.failed);
+      const changed = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>('SELECT SUM(changed) AS n FROM units WHERE shard = ?', shard).one().n);
+      return { states: present.map((p) => [p.record.status, p.amountRefunded]), changed };
+    };
+
+    const bulk = await processed(500);
+    const identity = { merchantId: shop.id, day };
+    const statements = await runInDurableObject(bulk.stub, async (instance: SearchDay, state) => {
+      const sql = state.storage.sql;
+      const exec = sql.exec.bind(sql);
+      let count = 0;
+      sql.exec = ((query: string, ...bindings: unknown[]) => {
+        count++;
+        return exec(query, ...bindings);
+      }) as typeof sql.exec;
+      try {
+        // 502 changes; the capture's state arriving after the refund is not written.
+        expect(await instance.change(identity, changesOf(bulk.shard, bulk.records))).toBe(501);
+      } finally {
+        sql.exec = exec;
+      }
+      return count;
+    });
+    // Row by row it was three statements per change (1,506); now a few for the call.
+    expect(statements).toBeLessThan(20);
+
+    // The same changes, one call each, on a file of 4 rows: the same states.
+    const single = await processed(4);
+    for (const change of changesOf(single.shard, single.records)) expect(await single.stub.change(identity, [change])).toBeLessThanOrEqual(1);
+    const one = await now(single);
+    const many = await now(bulk);
+    expect(one.states).toEqual([
+      ['partially_refunded', 500],
+      ['refunded', 1001],
+      ['voided', 0],
+      ['voided', 0],
+    ]);
+    expect(many.states.slice(0, 4)).toEqual(one.states);
+    expect(many.states.slice(4).every(([status, refunded]) => status === 'voided' && refunded === 0)).toBe(true);
+    // Each transaction counted once on its unit, however many changes it had.
+    expect(one.changed).toBe(4);
+    expect(many.changed).toBe(500);
   }, QUEUE_TEST_TIMEOUT);
 
   it('empties itself TRANSACTION_RETENTION_DAYS after its day', async () => {

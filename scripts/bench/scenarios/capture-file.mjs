@@ -4,9 +4,13 @@
 // capture file should run within 20% of the sales file's rows a second. N: 500,000 in a full run
 // (BATCH_MAX_ROWS), 5,000 with --quick, or BENCH_CAPTURE_ROWS. BENCH_CAPTURE_PROFILE=1: the capture
 // file is run under the CPU profiler (the isolate's JavaScript, Worker and objects alike), its
-// stages and top functions logged and kept in bench/results/captures-profile.cpuprofile.
+// stages and top functions logged and kept in bench/results/captures-profile.cpuprofile
+// (BENCH_CAPTURE_PROFILE=both: the sales file too, in bench/results/sales-profile.cpuprofile).
 import { callJson, requireRoute, SECRET_KEY } from '../http.mjs';
-import { profileWork } from '../profile.mjs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { findBundleMap, profileWork } from '../profile.mjs';
+import { cpuMsOf } from '../rss.mjs';
 
 const q = (value) => `"${value}"`;
 
@@ -27,6 +31,7 @@ async function runFile(ctx, text, name, rows, keep = false) {
   const form = new FormData();
   form.append('file', new Blob([text], { type: 'text/csv' }), name);
   const started = performance.now();
+  const cpuBefore = cpuMsOf(ctx.server.workerdPids());
   const upload = await fetch(`${ctx.url}/api/filebatch?allow_duplicate=true`, {
     method: 'POST', headers: { authorization: SECRET_KEY }, body: form, signal: AbortSignal.timeout(600_000),
   });
@@ -43,10 +48,19 @@ async function runFile(ctx, text, name, rows, keep = false) {
     await new Promise((r) => setTimeout(r, 100));
   }
   const seconds = (performance.now() - started) / 1000;
+  // workerd's CPU time over the file (the isolate and the local storage simulators): what the load
+  // of other processes on the machine changes least, so two files compare on a shared machine too.
+  const cpuAfter = cpuMsOf(ctx.server.workerdPids());
+  const cpuSeconds = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) / 1000;
   if (record.status !== 'completed') throw new Error(`${name} ended ${record.status}: ${JSON.stringify(record)}`);
-  if (!keep) return { id, seconds, csv: null };
+  if (!keep) return { id, seconds, cpuSeconds, csv: null };
   const download = await fetch(`${ctx.url}/api/filebatch/${id}/download`, { headers: { authorization: SECRET_KEY } });
-  return { id, seconds, csv: await download.text() };
+  return { id, seconds, cpuSeconds, csv: await download.text() };
+}
+
+/** The workerd CPU seconds a file took, for its note. */
+function cpuNote(file) {
+  return file.cpuSeconds === null ? '' : `; workerd CPU ${file.cpuSeconds.toFixed(1)} s`;
 }
 
 /** Column `name` of every data row of a result CSV (no quotes or commas inside the columns read). */
@@ -69,12 +83,24 @@ export const captureFileScenarios = [
       const ids = column(authorizations.csv, 'id');
       const statuses = column(authorizations.csv, 'status');
       if (ids.length !== rows || statuses.some((s) => s !== 'authorized')) throw new Error('the authorizations file did not authorize every row');
-      const sales = await runFile(ctx, cardFile('sale', rows), `sales-${rows}.csv`, rows);
+      const runSales = () => runFile(ctx, cardFile('sale', rows), `sales-${rows}.csv`, rows);
+      let sales;
+      // BENCH_CAPTURE_PROFILE=both: the sales file profiled too, to compare a sales chunk's stages with a capture chunk's.
+      if (process.env.BENCH_CAPTURE_PROFILE === 'both') {
+        const profile = await profileWork(ctx, 'sales-profile', runSales);
+        sales = profile.work;
+        ctx.log(`sales file profiled: ${profile.profiledMs} ms of samples over ${profile.wallSeconds} s`);
+        for (const c of profile.categories) ctx.log(`  ${String(c.share).padStart(5)}%  ${c.category}`);
+        for (const t of profile.top) ctx.log(`  ${String(t.share).padStart(5)}%  ${t.name}  ${t.file}`);
+      } else sales = await runSales();
       const runCaptures = () => runFile(ctx, captureFile(ids), `captures-${rows}.csv`, rows, true);
       let captures;
       if (process.env.BENCH_CAPTURE_PROFILE) {
         const profile = await profileWork(ctx, 'captures-profile', runCaptures);
         captures = profile.work;
+        // The bundle's source map, kept beside the profiles (the server's folder goes with it), to read them by caller afterwards.
+        const map = findBundleMap(ctx.server.dir);
+        if (map) writeFileSync(join(ctx.root, 'bench', 'results', 'profile-bundle.js.map'), JSON.stringify(map));
         ctx.log(`capture file profiled: ${profile.profiledMs} ms of samples over ${profile.wallSeconds} s`);
         for (const c of profile.categories) ctx.log(`  ${String(c.share).padStart(5)}%  ${c.category}`);
         for (const t of profile.top) ctx.log(`  ${String(t.share).padStart(5)}%  ${t.name}  ${t.file}`);
@@ -84,10 +110,15 @@ export const captureFileScenarios = [
       const captureRate = rows / captures.seconds;
       const label = `batch ${rows.toLocaleString('en-US')} rows`;
       return [
-        { scenario: `${label} of sales: upload → completed`, unit: 'rows/s', rate: salesRate, seconds: sales.seconds, rows, batchId: sales.id, note: 'card sales, the comparison for the capture file' },
         {
-          scenario: `${label} of captures: upload → completed`, unit: 'rows/s', rate: captureRate, seconds: captures.seconds, rows, batchId: captures.id,
-          note: `${captured} of ${rows} captured; ${((captureRate / salesRate) * 100).toFixed(0)}% of the sales file's rows/s (the aim: at least 80%)`,
+          scenario: `${label} of sales: upload → completed`, unit: 'rows/s', rate: salesRate, seconds: sales.seconds, rows, batchId: sales.id, workerdCpuSeconds: sales.cpuSeconds,
+          note: `card sales, the comparison for the capture file${cpuNote(sales)}`,
+        },
+        {
+          scenario: `${label} of captures: upload → completed`, unit: 'rows/s', rate: captureRate, seconds: captures.seconds, rows, batchId: captures.id, workerdCpuSeconds: captures.cpuSeconds,
+          note: `${captured} of ${rows} captured; ${((captureRate / salesRate) * 100).toFixed(0)}% of the sales file's rows/s (the aim: at least 80%)${cpuNote(captures)}${
+            sales.cpuSeconds && captures.cpuSeconds ? `; sales CPU / captures CPU ${((sales.cpuSeconds / captures.cpuSeconds) * 100).toFixed(0)}%` : ''
+          }`,
         },
       ];
     },

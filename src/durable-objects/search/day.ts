@@ -20,6 +20,7 @@ import { memberOf } from '../../services/search/unit-rows';
 import { retentionDays } from '../../services/transactions/ledger';
 import { presentRecord, settle } from '../../services/transactions/lifecycle-rules';
 import { restrictedKeysBelow, unitKeysAtTimes } from '../../storage/search/day-keys';
+import { upsertChanges } from '../../storage/search/day-changes';
 import { findUnit, newUnitCache } from './day-units';
 import {
   countBetween,
@@ -36,7 +37,6 @@ import {
   unitsAt,
   unitsBefore,
   unpackRecord,
-  upsertChange,
   type PackedRecord,
   type StoredUnit,
   type ChangeInput,
@@ -114,26 +114,25 @@ export class SearchDay extends DurableObject<Env> {
       const located = changes.map((change) => ({ change, unit: findUnit(this.ctx.storage.sql, change.shard, change.id, cache) }));
       const orphans = located.filter((l) => l.unit === null);
       // Their own units: the record as it is now stands for "as processed" (nothing is older here).
-      const orphanRows = await Promise.all(
-        orphans.map(async ({ change }) => ({
-          shard: change.shard,
-          page: change.id,
-          at: String(change.record.created_at),
-          count: 1,
-          pending: change.record.status === 'pending_settlement' ? 1 : 0,
-          members: [memberOf(change.id)],
-          format: 'json' as const,
-          records: JSON.stringify([packRecord(change.record)]),
-        })),
-      );
+      const orphanRows = orphans.map(({ change }) => ({
+        shard: change.shard,
+        page: change.id,
+        at: change.createdAt,
+        count: 1,
+        pending: change.status === 'pending_settlement' ? 1 : 0,
+        members: [memberOf(change.id)],
+        format: 'json' as const,
+        records: `[${change.packed}]`,
+      }));
+      const rows = located.map(({ change, unit }) => {
+        const key = unit ?? { shard: change.shard, page: change.id, at: change.createdAt };
+        const settledOn = change.settlementBatchId !== null && change.settledAt !== null ? settledDayOf(change.settlementBatchId) : null;
+        return { ...key, id: change.id, rank: rankOf(change.status, change.amountRefunded), amountRefunded: change.amountRefunded, settledOn, packed: change.packed };
+      });
       let written = 0;
       this.ctx.storage.transactionSync(() => {
         for (const row of orphanRows) insertUnit(sql, row);
-        for (const { change, unit } of located) {
-          const key = unit ?? { shard: change.shard, page: change.id, at: String(change.record.created_at) };
-          const settledOn = change.record.settlement_batch_id !== null && change.record.settled_at !== null ? settledDayOf(change.record) : null;
-          if (upsertChange(sql, { ...key, id: change.id, rank: rankOf(change.record, change.amountRefunded), amountRefunded: change.amountRefunded, settledOn, record: change.record })) written++;
-        }
+        written = upsertChanges(sql, rows).filter(Boolean).length;
       });
       return written;
     });
@@ -165,11 +164,15 @@ export class SearchDay extends DurableObject<Env> {
       }
       this.ctx.storage.transactionSync(() => {
         for (const unit of units.values()) markUnitSettled(sql, unit, batchDate, settledAt);
-        for (const change of changes.values()) {
-          if (change.record.status !== 'pending_settlement') continue;
-          const record = settle(change.record, batchDate, settledAt);
-          upsertChange(sql, { ...change, rank: rankOf(record, change.amountRefunded), settledOn: batchDate, record });
-        }
+        const settling = [...changes.values()].filter((change) => change.record.status === 'pending_settlement');
+        upsertChanges(
+          sql,
+          settling.map((change) => {
+            const { record: processed, ...row } = change;
+            const record = settle(processed, batchDate, settledAt);
+            return { ...row, rank: rankOf(record.status, change.amountRefunded), settledOn: batchDate, packed: JSON.stringify(packRecord(record)) };
+          }),
+        );
       });
       return found;
     });
@@ -205,7 +208,7 @@ export class SearchDay extends DurableObject<Env> {
         }
       }
       this.ctx.storage.transactionSync(() => {
-        for (const { key, record } of found) upsertChange(sql, { ...key, id: String(record.id), rank: rankOf(record, 0), amountRefunded: 0, settledOn: null, record });
+        upsertChanges(sql, found.map(({ key, record }) => ({ ...key, id: String(record.id), rank: rankOf(record.status, 0), amountRefunded: 0, settledOn: null, packed: JSON.stringify(packRecord(record)) })));
       });
       return found.length;
     });
@@ -350,14 +353,13 @@ export class SearchDay extends DurableObject<Env> {
 const STATUS_RANK: Record<string, number> = { pending_settlement: 1, settled: 2, voided: 2, partially_refunded: 3, refunded: 4 };
 
 /** A change's rank: its status, then what was refunded (a second partial refund outranks the first). */
-function rankOf(record: TransactionRecord, amountRefunded: number): number {
-  return (STATUS_RANK[String(record.status)] ?? 0) * 1e12 + amountRefunded;
+function rankOf(status: unknown, amountRefunded: number): number {
+  return (STATUS_RANK[String(status)] ?? 0) * 1e12 + amountRefunded;
 }
 
-
-/** The settlement day a settled record names (its batch id is `stl_{YYYYMMDD}_…`). */
-function settledDayOf(record: TransactionRecord): string | null {
-  const match = /^stl_([0-9]{4})([0-9]{2})([0-9]{2})_/.exec(String(record.settlement_batch_id));
+/** The settlement day a settled record's batch id names (`stl_{YYYYMMDD}_…`). */
+function settledDayOf(settlementBatchId: unknown): string | null {
+  const match = /^stl_([0-9]{4})([0-9]{2})([0-9]{2})_/.exec(String(settlementBatchId));
   return match ? `${match[1]}-${match[2]}-${match[3]}` : null;
 }
 

@@ -13,6 +13,7 @@ import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { indexUnits, keyHash, registerShardDays, shardOfId } from './indexer';
 import { KEY_REFS_MAX, SETTLED_IDS_PER_CALL } from './limits';
 import { searchDay, searchDirectory, searchKeys, weekOf } from './names';
+import { changeInput } from '../../storage/search/day';
 
 /**
  * After a capture, void or refund answered (the operation's hook): the transaction as it is now and
@@ -36,9 +37,7 @@ export async function indexOperation(
   if (current.ok) {
     const day = String(current.record.created_at).slice(0, 10);
     const part = (await registerShardDays(env, merchantId, [{ shard, day }]))(shard, day);
-    const changed = await searchDay(env, merchantId, day, part).change({ merchantId, day }, [
-      { id: transactionId, shard, record: current.record, amountRefunded: current.amountRefunded },
-    ]);
+    const changed = await searchDay(env, merchantId, day, part).change({ merchantId, day }, [changeInput(transactionId, shard, current.record, current.amountRefunded)]);
     if (typeof changed !== 'number') throw new Error(`search day ${day} could not be written: ${changed.failed}`);
     // A capture may set the order_id (FluidPay's capture fields): the week object must list it.
     if (answered.id === transactionId && answered.status !== 'voided') await referenceOrderId(env, merchantId, current.record, day, part);

@@ -13,6 +13,7 @@ import { locateMany } from '../transactions/locate-many';
 import { authorizationExpiryDays, expiresBefore } from '../transactions/lifecycle-rules';
 import { indexUnits, registerShardDays, shardOfId } from './indexer';
 import { searchDay } from './names';
+import { changeInput, type ChangeInput } from '../../storage/search/day';
 
 export interface CurrentTransaction {
   record: TransactionRecord;
@@ -75,7 +76,7 @@ export async function indexOperations(
   const unread = changed.filter((op) => !current.has(op.transactionId)).map((op) => op.transactionId);
   if (unread.length > 0) for (const [id, now] of await currentTransactions(env, caller, unread, clock)) current.set(id, now);
   // One change call per day object: a transaction's day, in its shard's part.
-  const byDay = new Map<string, { day: string; part: number; changes: { id: string; shard: string; record: TransactionRecord; amountRefunded: number }[] }>();
+  const byDay = new Map<string, { day: string; part: number; changes: ChangeInput[] }>();
   const pairs: { shard: string; day: string }[] = [];
   const located: { id: string; shard: string; day: string; now: CurrentTransaction }[] = [];
   for (const [id, now] of current) {
@@ -89,7 +90,7 @@ export async function indexOperations(
   for (const { id, shard, day, now } of located) {
     const part = partOf(shard, day);
     const group = byDay.get(`${day}/${part}`) ?? { day, part, changes: [] };
-    group.changes.push({ id, shard, record: now.record, amountRefunded: now.amountRefunded });
+    group.changes.push(changeInput(id, shard, now.record, now.amountRefunded));
     byDay.set(`${day}/${part}`, group);
   }
   await Promise.all(

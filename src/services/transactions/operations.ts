@@ -20,6 +20,7 @@ import { merchantProcessors } from './processors/registry';
 import type { PaymentProcessor } from './processors/processor';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationDetails } from './operation-details';
+import type { ProcessorRecord } from '../../storage/processors';
 
 export interface OperationInput {
   transactionId: string;
@@ -75,10 +76,17 @@ export async function operate(env: Env, caller: Caller, input: OperationInput, c
  * sandbox coalesces the calls of one turn). Not indexed for search: the caller indexes the outcomes
  * (services/search/operation-changes.ts, grouped too). The transactions must be distinct.
  */
-export async function operateMany(env: Env, caller: Caller, inputs: readonly OperationInput[], clock: Clock): Promise<OperationRun[]> {
+export async function operateMany(
+  env: Env,
+  caller: Caller,
+  inputs: readonly OperationInput[],
+  clock: Clock,
+  /** The merchant's processors when the caller has them (a batch reads them once, not per chunk). */
+  processors?: readonly ProcessorRecord[],
+): Promise<OperationRun[]> {
   const now = clock();
   const outcomes = new Array<OperationRun | undefined>(inputs.length);
-  const shared = new SharedProcessors(env, caller, clock);
+  const shared = new SharedProcessors(env, caller, clock, processors);
   const groups = new Map<string, { shard: Shard; items: { index: number; call: OperationCall; request: OperationRequest }[] }>();
   const locations = await locateMany(env, caller.merchantId, inputs.map((input) => input.transactionId), now);
   // A file's rows mostly send the same body (`{"amount":null}`): each distinct one hashed once.
@@ -193,10 +201,13 @@ class SharedProcessors {
     readonly env: Env,
     readonly caller: Caller,
     readonly clock: Clock,
+    readonly known?: readonly ProcessorRecord[],
   ) {}
 
   accounts(): Promise<ReturnType<typeof processorAccounts>> {
-    return (this.#accounts ??= merchantProcessors(this.env.DB, this.caller.merchantId, this.clock).then((list) => processorAccounts(this.env, list, this.clock)));
+    return (this.#accounts ??= (this.known ? Promise.resolve(this.known) : merchantProcessors(this.env.DB, this.caller.merchantId, this.clock)).then((list) =>
+      processorAccounts(this.env, list, this.clock),
+    ));
   }
 }
 
