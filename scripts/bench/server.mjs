@@ -136,7 +136,14 @@ export async function startServer({ root, logDir, log = console.log, keepState =
     '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(inspectorPort),
     '--show-interactive-dev-session=false', '--log-level', process.env.BENCH_LOG_LEVEL ?? 'warn',
   ];
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...localEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A registry of this server's own: wrangler's dev registry (one folder per user) names each local
+  // session by its Worker name, and every bench server of every checkout on the machine is
+  // "binbatch". Sharing it, one server starting or stopping rewrites the others' entry: a second
+  // server once failed to start on another's "direct" socket, at the moment a file's chunks stopped
+  // moving in the server already running (not shown to be the cause). A bench server talks to no
+  // other session, so it needs no shared registry.
+  const registryEnv = { WRANGLER_REGISTRY_PATH: join(dir, 'registry') };
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...localEnv, ...registryEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   // Two sources into one file: neither may end it (the first to close would, and the other's next
   // line or the exit line below would then be a write after end, which crashed a full run). stop() ends it.
   child.stdout.pipe(out, { end: false });
