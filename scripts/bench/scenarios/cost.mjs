@@ -195,7 +195,7 @@ export async function runCost(ctx) {
     // demo merchant is seeded at 600 a minute (the default is a quarter of RECEIPT_SENDS_PER_MINUTE,
     // 150 at the shipped 600), and the generated file writes to 997 addresses (about 20 receipts each
     // at 20,000 rows, past the default 10 per recipient a day). At 600 a minute the 19,000 receipts
-    // take half an hour, past the step's 15-minute wait, and the run never completed. The product's
+    // would take half an hour, past the step's 15-minute wait: the run stalled there. The product's
     // limits stay; the bench merchant is given budgets that fit the step through the same admin API
     // an operator uses for a big merchant (PATCH /admin/merchants/{id} receipt_limits). This keeps
     // every receipt's real work in the count (the budget object's admission and give-back per run,
