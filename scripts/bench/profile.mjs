@@ -48,7 +48,13 @@ export async function connectProfiler(port) {
   await send('Profiler.setSamplingInterval', { interval: 1000 });
   return {
     start: () => send('Profiler.start'),
-    stop: async () => (await send('Profiler.stop')).profile,
+    // An answer without a profile happened once after a 4-minute profiled run on a loaded machine:
+    // said plainly (with what came back), so the run can be tried again rather than crash later.
+    stop: async () => {
+      const result = await send('Profiler.stop');
+      if (!result?.profile) throw new Error(`profiler: Profiler.stop answered no profile (${JSON.stringify(result)?.slice(0, 200)})`);
+      return result.profile;
+    },
     close,
   };
 }

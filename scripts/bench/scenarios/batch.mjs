@@ -148,9 +148,9 @@ async function download(ctx, id, auth = SECRET_KEY) {
 /**
  * Uploads a generated file of `rows` rows, waits for `completed`, downloads the results. Options:
  * `auth` (another merchant's secret key), `pollMs` (status polling interval), `label` (row names),
- * `note` (added to the upload → completed row).
+ * `note` (added to the upload → completed row), `allowDuplicate` (the same file again within 24 hours).
  */
-async function runFile(ctx, rows, bins, customers, { auth = SECRET_KEY, pollMs = 100, label: named, note: extraNote = '', receipts = false } = {}) {
+async function runFile(ctx, rows, bins, customers, { auth = SECRET_KEY, pollMs = 100, label: named, note: extraNote = '', receipts = false, allowDuplicate = false } = {}) {
   const { text, invalid } = generateBatchCsv(rows, { bins, customers, seed: rows, receipts });
   const bytes = Buffer.byteLength(text);
   const form = new FormData();
@@ -161,7 +161,7 @@ async function runFile(ctx, rows, bins, customers, { auth = SECRET_KEY, pollMs =
   const heap = ctx.profiling ? null : await HeapSampler.connect(ctx.server.inspectorPort);
 
   const started = performance.now();
-  const upload = await fetch(`${ctx.url}/api/filebatch`, {
+  const upload = await fetch(`${ctx.url}/api/filebatch${allowDuplicate ? '?allow_duplicate=true' : ''}`, {
     method: 'POST', headers: { authorization: auth }, body: form, signal: AbortSignal.timeout(600_000),
   });
   const uploadBody = await upload.json().catch(() => null);

@@ -18,6 +18,8 @@ import { runBatchFile } from './batch.mjs';
 import { importScenarios } from './import.mjs';
 
 const LOOKUP = '/api/lookup/bin/protected';
+/** The distinct email addresses of a generated batch file (scripts/bench/scenarios/batch.mjs: `buyer${i % 997}`). */
+const RECEIPT_ADDRESSES = 997;
 /** How long a ledger archive is kept in R2: 7 years, by the bucket's lifecycle rule (README, "Deploy"). */
 const ARCHIVE_DAYS = 7 * 365;
 const REGIONS = [['US', 'TX'], ['US', 'CA'], ['US', 'CT'], ['CA', 'ON'], ['CA', 'QC'], ['GB', 'LND'], ['DE', 'BY'], ['US', 'CO']];
@@ -171,12 +173,16 @@ export async function runCost(ctx) {
     const receiptRows = settings.quick ? 2_000 : 20_000;
     log(`cost: receipts (a ${receiptRows.toLocaleString('en-US')}-row file without, then with email_receipt)...`);
     const withRetention = async (receipts) => {
-      const figures = await runBatchFile(pctx, receiptRows, { pollMs: 1_000, receipts, label: `receipts ${receipts ? 'on' : 'off'}` });
+      const figures = await runBatchFile(pctx, receiptRows, { pollMs: 1_000, receipts, label: `receipts ${receipts ? 'on' : 'off'}`, allowDuplicate: true });
       const batchId = figures[0]?.batchId;
       const deadline = Date.now() + 15 * 60_000;
       while (receipts) {
         const counts = await (await fetch(`${pctx.url}/__bench/receipts`, { method: 'POST', body: JSON.stringify({ batchId }) })).json();
-        if (counts.queued === 0) break;
+        if (counts.queued === 0) {
+          // A receipt refused by a budget (a recipient past its count) is not sent: the per-receipt figure would then count less work than a real file's.
+          if (counts.failed > 0) throw new Error(`receipts of ${batchId}: ${counts.failed} failed (a budget refused them): ${JSON.stringify(counts)}`);
+          break;
+        }
         if (Date.now() > deadline) throw new Error(`receipts of ${batchId} still queued: ${JSON.stringify(counts)}`);
         await new Promise((r) => setTimeout(r, 1_000));
       }
@@ -185,8 +191,36 @@ export async function runCost(ctx) {
       await retention.arrayBuffer();
       return figures;
     };
-    const off = await metered(pctx, 'receipts-off', () => withRetention(false), () => receiptRows);
-    const on = await metered(pctx, 'receipts-on', () => withRetention(true), (io) => io.email?.messages ?? 0);
+    // The merchant's own receipt budgets (docs/receipts.md, "Budgets") would pace this step: the
+    // demo merchant is seeded at 600 a minute (the default is a quarter of RECEIPT_SENDS_PER_MINUTE,
+    // 150 at the shipped 600), and the generated file writes to 997 addresses (about 20 receipts each
+    // at 20,000 rows, past the default 10 per recipient a day). At 600 a minute the 19,000 receipts
+    // would take half an hour, past the step's 15-minute wait: the run stalled there. The product's
+    // limits stay; the bench merchant is given budgets that fit the step through the same admin API
+    // an operator uses for a big merchant (PATCH /admin/merchants/{id} receipt_limits). This keeps
+    // every receipt's real work in the count (the budget object's admission and give-back per run,
+    // the outbox, the render, the send), which a step sized to 150 a minute would not: 15 minutes
+    // of sends is about 2,000 receipts, and the batch's fixed costs spread over them would be
+    // charged to the receipts. The daily budget is sized to the step (twice over), not the maximum:
+    // it fixes the width of the budget object's recipient sketch, which is part of what is counted.
+    const perAddress = Math.ceil(receiptRows / RECEIPT_ADDRESSES);
+    const budgets = { daily: receiptRows * 2, per_minute: Math.min(100_000, receiptRows * 2), per_recipient: Math.min(1_000, perAddress * 2) };
+    const limits = await callJson(pctx, 'PATCH', `/admin/merchants/${DEMO.merchantId}`, { receipt_limits: budgets }, { auth: pctx.adminToken });
+    if (limits.status !== 200) throw new Error(`receipt budgets of the bench merchant: HTTP ${limits.status} ${JSON.stringify(limits.body)}`);
+    log(`cost: the bench merchant's receipt budgets set through the admin API: ${JSON.stringify(limits.body.data.receipt_limits)}`);
+    // The pair is measured again (two new files) if the profiler loses a profile (see profile.mjs).
+    let off;
+    let on;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        off = await metered(pctx, 'receipts-off', () => withRetention(false), () => receiptRows);
+        on = await metered(pctx, 'receipts-on', () => withRetention(true), (io) => io.email?.messages ?? 0);
+        break;
+      } catch (error) {
+        if (attempt >= 2 || !/^profiler:/.test(error.message)) throw error;
+        log(`cost: receipts measured again: ${error.message}`);
+      }
+    }
     const messages = on.io.email?.messages ?? 0;
     if (messages > 0) {
       // CPU: what the run with receipts took beyond the one without, per receipt.
@@ -198,7 +232,7 @@ export async function runCost(ctx) {
         workerdCpuMsPerUnit: on.workerdCpuMsPerUnit !== null && off.workerdCpuMsPerUnit !== null ? extra(on.workerdCpuMsPerUnit, off.workerdCpuMsPerUnit) : null,
         heldSeconds: { uploads: 0 },
         profile: on.profile,
-        measuredWith: `a ${receiptRows.toLocaleString('en-US')}-row file with email_receipt on every row (${messages.toLocaleString('en-US')} receipts, one per approved row) until every receipt was sent, then its retention, less the same file without it; sent unpaced`,
+        measuredWith: `a ${receiptRows.toLocaleString('en-US')}-row file with email_receipt on every row (${messages.toLocaleString('en-US')} receipts, one per approved row) until every receipt was sent, then its retention, less the same file without it; sent unpaced (RECEIPT_SENDS_PER_MINUTE raised; the merchant's receipt_limits set through the admin API to ${JSON.stringify(budgets)})`,
       };
     }
   } catch (error) {
