@@ -130,6 +130,41 @@ function workerdPool() {
   });
 }
 
+/**
+ * One workerd for many test files, each file still starting from nothing. Isolated (vitest's
+ * `isolate: true`), the pool starts a new Miniflare for every file, with its workerd process and
+ * everything it loads: about 1 s of CPU a file, a fifth of the suite. Not isolated, the pool keeps
+ * one Miniflare per worker, but vitest also keeps every module it evaluated, so the app's
+ * module-level memos (the BIN data version, the merchant cache, the batch contexts) would carry
+ * one file's storage into the next. This runs the project with `isolate: false` (the pool reuses
+ * its Miniflare) and tells vitest inside workerd that it is isolated (its `start` message), so it
+ * evaluates every module afresh for each file as it does when isolated. Storage is the other half:
+ * test/setup.ts deletes every D1, KV, R2, cache and Durable Object (`reset()` from cloudflare:test)
+ * before it applies the schema, so each file still starts with empty storage of its own.
+ * What is shared: the workerd process, its loaded code (V8 compiles each module once), the rate
+ * limiters' in-memory counts (keyed by API key or merchant, new in every file), and the mail
+ * recorder's list (read by recipient).
+ */
+function oneRuntimePerWorker(): Plugin {
+  return {
+    name: 'binbatch:one-runtime-per-worker',
+    configureVitest({ project }) {
+      const pool = project.config.poolRunner;
+      if (!pool) throw new Error('the Cloudflare pool plugin must come before this one');
+      project.config.poolRunner = {
+        name: pool.name,
+        createPoolWorker(options) {
+          const worker = pool.createPoolWorker(options);
+          const send = worker.send.bind(worker);
+          worker.send = (message) =>
+            send(message.type === 'start' ? { ...message, context: { ...message.context, config: { ...message.context.config, isolate: true } } } : message);
+          return worker;
+        },
+      };
+    },
+  };
+}
+
 /** What both workerd projects share: the packages pre-bundled, the document and the schema set up. */
 const workerdTest = {
   deps: { optimizer: { ssr: { enabled: true, include: workerdPackages() } } },
@@ -145,10 +180,11 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [workerdPool(), withoutSourceMaps()],
+        plugins: [workerdPool(), oneRuntimePerWorker(), withoutSourceMaps()],
         test: {
           ...workerdTest,
           name: 'workerd',
+          isolate: false,
           include: ['test/**/*.test.ts'],
           exclude: ['test/unit/**', 'test/node/**', 'test/browser/**', 'node_modules/**'],
         },
