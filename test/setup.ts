@@ -4,8 +4,15 @@ import { reset } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { applySchema, applyShippedSurchargeRules } from './helpers/schema';
 
-// The workerd project runs its files one after another in one workerd (vitest.config.ts): first
-// delete whatever the file before left (D1, KV, R2, caches, Durable Objects and their alarms).
-await reset();
+if (env.TEST_SHARED_WORKERD === '1') {
+  // TEST_SHARED_WORKERD=1 runs the workerd files one after another in one workerd (vitest.config.ts):
+  // first delete whatever the file before left (D1, KV, R2, caches, Durable Objects and their alarms),
+  await reset();
+  // and put back the global fetch as workerd made it (test/helpers/webhooks.ts routes it to its receivers).
+  const workerdFetch = Symbol.for('binbatch.test.workerdFetch');
+  const global = globalThis as typeof globalThis & { [workerdFetch]?: typeof fetch };
+  global[workerdFetch] ??= globalThis.fetch;
+  globalThis.fetch = global[workerdFetch];
+}
 await applySchema(env.DB, env.TEST_SCHEMA ?? '');
 await applyShippedSurchargeRules(env.DB);
