@@ -179,6 +179,9 @@ const workerdTest = {
   // Every answer is also checked against the OpenAPI document (test/helpers/contract.ts); the
   // table-driven tests send dozens of requests, which on a loaded 2-core machine can pass 5 s.
   testTimeout: 20_000,
+  // The same for the table-driven files' beforeAll, which builds their world (merchants, a batch, a
+  // webhook delivery, a settlement) with dozens of requests: vitest's 10 s was seen passed on that machine.
+  hookTimeout: 20_000,
 };
 
 export default defineConfig({
