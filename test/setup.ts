@@ -2,6 +2,7 @@
 // surcharge rules the release ships: what `npm run dev` and the deploy steps do.
 import { reset } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
+import { afterAll } from 'vitest';
 import { applySchema, applyShippedSurchargeRules } from './helpers/schema';
 
 if (env.TEST_SHARED_WORKERD === '1') {
@@ -18,7 +19,7 @@ if (env.TEST_SHARED_WORKERD === '1') {
   const fileStart = Date.now();
   const worker: { queue(batch: MessageBatch<unknown>, bindings: Env): Promise<void> } = (await import('../src/index')).default;
   const consume = worker.queue.bind(worker);
-  worker.queue = async (batch, bindings) => {
+  const handle = async (batch: MessageBatch<unknown>, bindings: Env): Promise<void> => {
     const fresh = batch.messages.filter((message) => message.timestamp.getTime() >= fileStart);
     if (fresh.length === batch.messages.length) return consume(batch, bindings);
     for (const message of batch.messages) if (message.timestamp.getTime() < fileStart) message.ack();
@@ -27,6 +28,20 @@ if (env.TEST_SHARED_WORKERD === '1') {
     const retryAll = (options?: QueueRetryOptions) => fresh.forEach((message) => message.retry(options));
     return consume({ queue: batch.queue, metadata: batch.metadata, messages: fresh, ackAll, retryAll }, bindings);
   };
+  // What the file leaves running (queue batches being consumed, waitUntil work) ends before the next
+  // file deletes the storage under it: awaited here, at most 15 s, its failures no longer anyone's.
+  const running = new Set<Promise<void>>();
+  worker.queue = (batch, bindings) => {
+    const consumed = handle(batch, bindings);
+    running.add(consumed);
+    consumed.then(() => running.delete(consumed), () => running.delete(consumed));
+    return consumed;
+  };
+  const internal = (await import('cloudflare:test-internal' as string)) as { waitForGlobalWaitUntil(): Promise<void> };
+  afterAll(async () => {
+    const settled = Promise.allSettled([...running]).then(() => internal.waitForGlobalWaitUntil().catch(() => undefined));
+    await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+  });
 }
 await applySchema(env.DB, env.TEST_SCHEMA ?? '');
 await applyShippedSurchargeRules(env.DB);
