@@ -4,8 +4,9 @@ import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineConfig, type Plugin } from 'vitest/config';
 import { EXAMPLE_PAGES } from './scripts/readme-curls.mjs';
 
-// TEST_SHARED_WORKERD=1: one workerd per vitest worker for the workerd project (see oneRuntimePerWorker).
-const SHARED_WORKERD = process.env.TEST_SHARED_WORKERD === '1';
+// One workerd per vitest worker for the workerd project (see oneRuntimePerWorker); TEST_SHARED_WORKERD=0
+// goes back to a workerd per file.
+const SHARED_WORKERD = process.env.TEST_SHARED_WORKERD !== '0';
 // The one D1 schema, handed to the workerd side so test/setup.ts can apply it in every test file.
 const schema = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 // The README and the docs pages with examples (JSON: [{ page, markdown }]), for the test that keeps
@@ -134,21 +135,23 @@ function workerdPool() {
 }
 
 /**
- * One workerd for many test files, each file meant to start from nothing: an experiment, off unless
- * `TEST_SHARED_WORKERD=1`. Isolated (vitest's `isolate: true`, the default), the pool starts a new
+ * One workerd for many test files, each file still starting from nothing (`TEST_SHARED_WORKERD=0`
+ * turns it off). Isolated (vitest's `isolate: true`, the default), the pool starts a new
  * Miniflare for every file, with its workerd process and the whole app sent again: about 1.1 s of
- * CPU a file (ten integration files: 41.8 s isolated, 30.4 s to 32.1 s shared). Not isolated, the pool keeps one Miniflare per worker, but vitest also keeps every
+ * CPU a file (ten integration files: 41.8 s isolated, 30.4 s to 32.1 s shared), 190 s of the
+ * suite's 550. Not isolated, the pool keeps one Miniflare per worker, but vitest also keeps every
  * module it evaluated, so the app's module-level memos (the BIN data version, the merchant cache,
  * the batch contexts) would carry one file's storage into the next. With the flag, the project runs
  * with `isolate: false` (the pool keeps its Miniflare) and this plugin tells vitest inside workerd
  * that it is isolated (its `start` message), so it evaluates every module afresh for each file;
  * test/setup.ts deletes every D1, KV, R2, cache and Durable Object (`reset()` from cloudflare:test)
  * and puts the global fetch back before it applies the schema.
- * Why it is off: what a file leaves running is not stopped. The queue broker is a Durable Object
- * `reset()` leaves alone, so a previous file's queued and retried messages are delivered in the next
- * file; its waitUntil work and in-flight calls go on (and fail on the deleted objects, printing
- * errors); `listDurableObjectIds()` still lists the previous files' objects (emptied). A whole run
- * had 3 files failing this way (docs/development.md, "One workerd per worker").
+ * What a file leaves behind must not reach the next one: test/setup.ts acknowledges unread the
+ * queued messages of the files before (the queue broker is an object `reset()` leaves alone) and
+ * awaits a file's queue batches in flight and its waitUntil work before the next file starts. What
+ * still crosses (docs/development.md, "One workerd per worker"): an alarm of the file before that
+ * fires between the two prints an error (the object is then deleted), and `listDurableObjectIds()`
+ * also lists the previous files' objects, emptied.
  */
 function oneRuntimePerWorker(): Plugin {
   return {
