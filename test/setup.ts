@@ -6,7 +6,7 @@ import { afterAll } from 'vitest';
 import { applySchema, applyShippedSurchargeRules } from './helpers/schema';
 
 if (env.TEST_SHARED_WORKERD === '1') {
-  // The workerd files run one after another in one workerd (vitest.config.ts, TEST_SHARED_WORKERD):
+  // TEST_SHARED_WORKERD=1 runs the workerd files one after another in one workerd (vitest.config.ts):
   // first delete whatever the file before left (D1, KV, R2, caches, Durable Objects and their alarms),
   await reset();
   // and put back the global fetch as workerd made it (test/helpers/webhooks.ts routes it to its receivers).
