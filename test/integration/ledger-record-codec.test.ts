@@ -25,6 +25,16 @@ describe('ledger shard records stored compressed', () => {
     expect(() => decodeStored(new Uint8Array([9, 1, 2]))).toThrow('unknown encoding');
   });
 
+  it('keeps a short value (a compact answer) as its UTF-8 bytes, not deflated, and reads it back exactly', () => {
+    const json = JSON.stringify({ status: 200, changed: { status: 'pending_settlement', amount_captured: 1000, note: 'café ✓' } });
+    const stored = new Uint8Array(encodeStored(json));
+    expect(stored[0]).toBe(0);
+    expect(new TextDecoder().decode(stored.subarray(1))).toBe(json);
+    expect(decodeStored(stored.buffer)).toBe(json);
+    // A long one is still deflated.
+    expect(new Uint8Array(encodeStored(JSON.stringify({ text: 'b'.repeat(600) })))[0]).toBe(1);
+  });
+
   it('a void keeps a compressed state and answer; rows written as plain JSON before still read and replay exactly', async () => {
     const shop = await createMerchant({ name: 'Codec Shop' });
     const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'sale', cc_number: VISA, cc_expiration: '12/30', amount: 1500, order_id: 'codec1' } });
