@@ -9,17 +9,21 @@
  * so a capture, void or refund cost about 5 KB of database. Compressed they are a few hundred bytes
  * and stay in the cell (docs/capacity.md, "One big merchant's day").
  *
- * Why a synchronous codec (fflate) rather than the platform's CompressionStream: every reader of
- * these rows (an operation's claim and answer, a settlement run, a GET, the archive) reads them
- * inside a synchronous storage step that cannot await, and an answer is made inside that step from
- * what it read. Raw DEFLATE rather than gzip: the same stream, less gzip's 18 bytes of header and trailer.
+ * Why synchronous codecs rather than the platform's CompressionStream: every reader of these rows
+ * (an operation's claim and answer, a settlement run, a GET, the archive) reads them inside a
+ * synchronous storage step that cannot await, and an answer is made inside that step from what it
+ * read. Compressing uses the runtime's native zlib (node:zlib, available at this Worker's
+ * compatibility date without a flag): a JavaScript deflate (fflate) cost about 70 µs a record,
+ * most of it fixed per call (its Huffman tables and about 170 KB of buffers), a fifth of a capture
+ * file's CPU. Reading uses fflate's inflate, which reads any raw DEFLATE, whoever wrote it, and is
+ * cheap. Raw DEFLATE rather than gzip: the same stream, less gzip's 18 bytes of header and trailer.
  *
  * A short value (an operation's answer kept as what differs from its page record, about 200 bytes)
  * is kept as its UTF-8 bytes, uncompressed: it fits in its cell either way, and deflating it saves
- * about 70 bytes for a fixed cost per call (fflate builds its Huffman tables and about 170 KB of
- * buffers however short the input), which was a capture file's largest single cost per row.
+ * about 70 bytes for a cost per call that hardly depends on the input's length.
  */
-import { deflateSync, inflateSync, strFromU8, strToU8 } from 'fflate';
+import { deflateRawSync } from 'node:zlib';
+import { inflateSync, strFromU8, strToU8 } from 'fflate';
 
 /** The first byte of a stored value: the value's UTF-8 JSON as it is. */
 const PLAIN = 0;
@@ -38,7 +42,7 @@ const LEVEL = 6;
 export function encodeStored(json: string): ArrayBuffer {
   const bytes = strToU8(json);
   const short = json.length <= PLAIN_MAX_CHARS;
-  const packed = short ? bytes : deflateSync(bytes, { level: LEVEL });
+  const packed = short ? bytes : deflateRawSync(bytes, { level: LEVEL });
   const stored = new Uint8Array(packed.length + 1);
   stored[0] = short ? PLAIN : DEFLATE_RAW;
   stored.set(packed, 1);
