@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope } from '../helpers/api';
 import { apiShardName, objectRowsAsText } from '../helpers/ledger';
 import { utcDay } from '../../src/services/transactions/ledger';
+import { deflateSync, strToU8 } from 'fflate';
 import { decodeStored, encodeStored } from '../../src/storage/ledger-shard/record-codec';
 
 type TxRecord = Record<string, string | number | boolean | null>;
@@ -23,6 +24,25 @@ describe('ledger shard records stored compressed', () => {
     expect(decodeStored(stored)).toBe(json);
     expect(decodeStored(json)).toBe(json);
     expect(() => decodeStored(new Uint8Array([9, 1, 2]))).toThrow('unknown encoding');
+  });
+
+  it('keeps a short value (a compact answer) as its UTF-8 bytes, not deflated, and reads it back exactly', () => {
+    const json = JSON.stringify({ status: 200, changed: { status: 'pending_settlement', amount_captured: 1000, note: 'café ✓' } });
+    const stored = new Uint8Array(encodeStored(json));
+    expect(stored[0]).toBe(0);
+    expect(new TextDecoder().decode(stored.subarray(1))).toBe(json);
+    expect(decodeStored(stored.buffer)).toBe(json);
+    // A long one is still deflated.
+    expect(new Uint8Array(encodeStored(JSON.stringify({ text: 'b'.repeat(600) })))[0]).toBe(1);
+  });
+
+  it('reads a record an earlier version deflated with fflate (rows already stored)', () => {
+    const json = JSON.stringify({ id: 'txn_old', status: 'pending_settlement', text: 'c'.repeat(900) });
+    const packed = deflateSync(strToU8(json), { level: 6 });
+    const stored = new Uint8Array(packed.length + 1);
+    stored[0] = 1;
+    stored.set(packed, 1);
+    expect(decodeStored(stored.buffer)).toBe(json);
   });
 
   it('a void keeps a compressed state and answer; rows written as plain JSON before still read and replay exactly', async () => {

@@ -180,11 +180,11 @@ function answerOperationNow(
   const applied = { ...lifecycle, ...withOperationDetails(claimed.kind, lifecycle, completion.details, approved) };
   // An approved refund or void of a transaction with email_receipt sends one, queued in the same write below.
   const receipt = approved ? operationReceipt(claimed.kind, now.stored, { refund: applied.refund, amount: claimed.amount, authCode: completion.result.authCode, at: completion.now }) : null;
-  const answer = JSON.stringify(
+  const made =
     claimed.kind === 'refund' || approved
       ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
-      : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` },
-  );
+      : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` };
+  const answer = JSON.stringify(made);
   if (approved) {
     step.writeState(
       {
@@ -212,7 +212,7 @@ function answerOperationNow(
     );
   }
   // Kept as what differs from the page record when that rebuilds it exactly (operation-answers.ts).
-  step.answer(completion.key, answerToStore(answer, found?.stored.record ?? null));
+  step.answer(completion.key, answerToStore(answer, found?.stored.record ?? null, made));
   if (receipt) step.queueReceipt(receipt);
   // The transaction as written (as it was, when the processor declined): what the search index takes next.
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };

@@ -24,15 +24,21 @@ interface CompactAnswer {
 /** Fields every refund answer keeps whatever the page record holds (surchargeRefunded reads them). */
 const ALWAYS_KEPT = ['response', 'service_fee'];
 
-/** What to store for `answer` (JSON), given the transaction's page record (null: not known, kept whole). */
-export function answerToStore(answer: string, base: TransactionRecord | null): string {
+/**
+ * What to store for `answer` (JSON), given the transaction's page record (null: not known, kept
+ * whole). `made`: the object `answer` was stringified from, when the caller has it (saves parsing
+ * it again; whatever it holds, the check below keeps the stored form exact).
+ */
+export function answerToStore(answer: string, base: TransactionRecord | null, made?: { status: number; record?: Record<string, unknown> }): string {
   if (base === null) return answer;
-  const parsed = JSON.parse(answer) as { status: number; record?: Record<string, unknown> };
+  const parsed = made ?? (JSON.parse(answer) as { status: number; record?: Record<string, unknown> });
   if (!parsed.record) return answer;
   const baseFields = base as unknown as Record<string, unknown>;
   const changed: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(parsed.record)) {
-    if (ALWAYS_KEPT.includes(field) || !(field in baseFields) || JSON.stringify(value) !== JSON.stringify(baseFields[field] ?? null)) changed[field] = value;
+  for (const field in parsed.record) {
+    if (!Object.hasOwn(parsed.record, field)) continue;
+    const value = parsed.record[field];
+    if (ALWAYS_KEPT.includes(field) || !(field in baseFields) || !sameValue(value, baseFields[field])) changed[field] = value;
   }
   const dropped = Object.keys(baseFields).filter((field) => !(field in parsed.record!));
   const compact: CompactAnswer = dropped.length > 0 ? { status: parsed.status, changed, dropped } : { status: parsed.status, changed };
@@ -53,6 +59,17 @@ export function answerFromStored(stored: string, base: TransactionRecord | null)
 export function keptFields(stored: string): Record<string, unknown> {
   const parsed = JSON.parse(stored) as { record?: Record<string, unknown>; changed?: Record<string, unknown> };
   return parsed.changed ?? parsed.record ?? {};
+}
+
+/**
+ * Whether a field of the answered record equals the page record's: a record's fields are strings,
+ * numbers, booleans and null, compared directly; anything else as its JSON. Calling equal what is
+ * not would only be caught by the rebuild check (and the answer kept whole), never stored wrong.
+ */
+function sameValue(value: unknown, base: unknown): boolean {
+  if (value === base) return true;
+  if (typeof value !== 'object' || value === null || typeof base !== 'object' || base === null) return false;
+  return JSON.stringify(value) === JSON.stringify(base);
 }
 
 function rebuild(compact: CompactAnswer, base: TransactionRecord): string {
