@@ -200,6 +200,16 @@ export class LedgerShard extends DurableObject<Env> {
    * (claim-sweep.ts) at `now` (tests pass their own); it arms the alarm for what is left.
    */
   async sweepClaims(now: string): Promise<ClaimSweep> {
+    // One step at a time in this object: a step awaits the processor and the queues, and two at once
+    // (the alarm's and a direct call's) would both announce the follow-ups an earlier step noted.
+    const step = this.#sweeping.then(() => this.#sweepStep(now));
+    this.#sweeping = step.catch(() => undefined);
+    return step;
+  }
+
+  #sweeping: Promise<unknown> = Promise.resolve();
+
+  async #sweepStep(now: string): Promise<ClaimSweep> {
     this.#upgrade();
     const meta = readMeta(this.ctx.storage.sql);
     if (!meta || !isApiShard(meta.name)) return { completed: 0, released: 0, open: 0, more: false };
