@@ -22,7 +22,7 @@ import {
   type Merchant,
   type MerchantChanges,
 } from '../storage/merchants';
-import { setRateTierStatement, setRateTierWithScheduleStatement } from '../storage/rate-tiers';
+import { setRateTierStatement } from '../storage/rate-tiers';
 import { readApiShards, setApiShardsStatement } from '../storage/api-shards';
 import { AppError } from '../errors';
 import { newMerchantSchedule, scheduleAfter, ONE_API_SHARD } from './transactions/api-shards';
@@ -86,13 +86,14 @@ export async function createMerchant(
   };
   const secret = await newApiKey(merchant.id, 'secret', now);
   const publicKey = await newApiKey(merchant.id, 'public', now);
+  const schedule = input.rate_tier ? newMerchantSchedule(input.rate_tier, now) : undefined;
   await db.batch([
     insertMerchantStatement(db, merchant),
     insertApiKeyStatement(db, secret.record),
     insertApiKeyStatement(db, publicKey.record),
-    ...(input.rate_tier ? [setRateTierStatement(db, merchant.id, input.rate_tier, merchant.created_at)] : []),
     // No day of its own yet, no caller cached: its tier's sub-shard count holds from today.
-    ...(input.rate_tier ? [setApiShardsStatement(db, merchant.id, newMerchantSchedule(input.rate_tier, now), undefined, merchant.created_at)] : []),
+    ...(schedule ? [setApiShardsStatement(db, merchant.id, schedule, undefined, merchant.created_at)] : []),
+    ...(input.rate_tier ? [setRateTierStatement(db, merchant.id, input.rate_tier, merchant.created_at, schedule)] : []),
   ]);
   await syncCachedCallers(env, [secret.record.key_hash, publicKey.record.key_hash]);
   return { merchant, secretKey: secret.key, publicKey: publicKey.key };
@@ -141,7 +142,7 @@ export async function changeMerchant(
     updateMerchantStatement(env.DB, merchantId, fields, at),
     ...(origins ? replaceTokenizerOriginsStatements(env.DB, merchantId, origins) : []),
     ...shardWrite,
-    ...(tier ? [setRateTierWithScheduleStatement(env.DB, merchantId, tier, at, scheduleAfterChange)] : []),
+    ...(tier ? [setRateTierStatement(env.DB, merchantId, tier, at, scheduleAfterChange)] : []),
   ]);
   const merchant = updated ? merchantFromUpdate(updated) : null;
   if (merchant && tier && (rest.at(-1)?.meta.changes ?? 0) === 0) {
