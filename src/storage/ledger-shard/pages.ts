@@ -9,8 +9,12 @@ import { packRecord, withoutHash, type PackedRecord, type StoredTransaction } fr
  */
 export const MAX_ROW_JSON_BYTES = DURABLE_OBJECTS.rowBytes * HALF;
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /** UTF-8 length of a string, without encoding it. */
 export function utf8Bytes(text: string): number {
+  // Ids, keys, hex and packed records are ASCII: one native scan answers their length, no loop in JavaScript.
+  if (!NON_ASCII.test(text)) return text.length;
   let bytes = text.length;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
