@@ -154,7 +154,7 @@ export async function completeOperations(
   });
   const receipts = answered.flatMap((a) => (a.receipt ? [a.receipt] : []));
   await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []);
-  return answered.map(({ answer, current }) => (current ? { answer, current } : { answer }));
+  return answered.map(({ answer, current, currentIsAnswer }) => (current ? { answer, current } : currentIsAnswer ? { answer, currentIsAnswer } : { answer }));
 }
 
 /** One claimed operation's answer applied, without awaiting, in the step's write transaction. */
@@ -214,7 +214,10 @@ function answerOperationNow(
   // Kept as what differs from the page record when that rebuilds it exactly (operation-answers.ts).
   step.answer(completion.key, answerToStore(answer, found?.stored.record ?? null, made));
   if (receipt) step.queueReceipt(receipt);
-  // The transaction as written (as it was, when the processor declined): what the search index takes next.
+  // The transaction as written (as it was, when the processor declined): what the search index takes
+  // next. An approved capture's or void's answer is exactly that record, so the caller reads it
+  // there; a declined one changes nothing to index, so it is not sent.
+  if (claimed.kind !== 'refund') return { answer, receipt, ...(approved ? { currentIsAnswer: true as const } : {}) };
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };
   return { answer, receipt, current };
 }

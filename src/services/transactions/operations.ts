@@ -11,7 +11,7 @@
 import type { Caller, Env } from '../../env';
 import { randomId, sha256Hex } from '../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../lib/time';
-import type { OperationBegin, OperationCompleted, OperationCompletion, OperationKind, OperationRequest, OperationRow, OperationResult } from '../../storage/ledger-shard';
+import { operationCurrent, type OperationBegin, type OperationCompleted, type OperationCompletion, type OperationKind, type OperationRequest, type OperationRow, type OperationResult } from '../../storage/ledger-shard';
 import { CLAIM_TIMEOUT_SECONDS, processorAccounts } from './claims';
 import { locateMany } from './locate-many';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
@@ -149,7 +149,11 @@ export async function operateMany(
         completions.map(({ c, result }) => c.call.completion(c.op, result)),
       );
       if ('failed' in answers) throw new Error(`ledger shard write failed: ${answers.failed}`);
-      completions.forEach(({ c }, i) => (outcomes[c.index] = { outcome: fromAnswer(answers[i]?.answer ?? '', false), current: answers[i]?.current ?? null }));
+      completions.forEach(({ c }, i) => {
+        const answer = answers[i] ?? { answer: '' };
+        const outcome = fromAnswer(answer.answer, false);
+        outcomes[c.index] = { outcome, current: operationCurrent(answer, outcome.ok ? outcome.record : null) };
+      });
     }),
   );
   return outcomes.map((outcome) => {
