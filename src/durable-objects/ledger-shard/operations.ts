@@ -54,7 +54,7 @@ export async function beginOperations(shard: ShardContext, identity: ShardIdenti
   if (!readMeta(sql)) return requests.map(() => ({ outcome: 'not_found' }) satisfies OperationBegin);
   upgradeShardTables(sql);
   // Reading a page may await (gzip): done first; what it is now, the checks and the claims below do not await.
-  const found = await pageRecords(sql, identity, requests.map((request) => ({ id: request.transactionId, query: request.query })));
+  const found = await pageRecords(sql, identity, requests.map((request) => ({ id: request.transactionId, query: request.query })), shard.pages);
   return shard.storage.transactionSync(() => {
     const ids = requests.map((request) => request.transactionId);
     const step = new OperationStep(sql, identity.merchantId, { keys: requests.map((request) => request.key), ids, found, claims: true });
@@ -145,7 +145,7 @@ export async function completeOperations(
   }
   if (money !== null) await indexed(money);
   // Every page is read, an operation answered already too: its answer is kept against its page record (operation-answers.ts).
-  const foundOf: (PageRecord | null)[] = await pageRecords(sql, identity, wants);
+  const foundOf: (PageRecord | null)[] = await pageRecords(sql, identity, wants, shard.pages);
   const answered = shard.storage.transactionSync(() => {
     const step = new OperationStep(sql, identity.merchantId, { keys, ids: wants.map((want) => want.id), found: foundOf, claims: false });
     const done = completions.map((completion, i) => answerOperationNow(step, completion, foundOf[i] ?? null));

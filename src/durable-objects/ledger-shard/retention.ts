@@ -99,6 +99,7 @@ export async function runRetention(shard: ShardContext, files: R2Bucket, now: st
     if (!finished(at)) return more(shard, outcome, now);
   }
   await shard.storage.deleteAll();
+  shard.pages?.clear();
   emptied();
   const key = ledgerArchiveKey(meta.name);
   console.log(JSON.stringify({ level: 'info', event: 'ledger_archived', shard: meta.name, archive: key, files: at.part - 1, records: outcome.lines }));
