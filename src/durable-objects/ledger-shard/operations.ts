@@ -9,6 +9,7 @@
 import {
   answerFromStored,
   answerToStore,
+  claimedTransaction,
   deleteOperation,
   MAX_OPERATIONS_PER_TRANSACTION,
   readMeta,
@@ -73,7 +74,7 @@ function claimOperationNow(sql: SqlStorage, step: OperationStep, request: Operat
   const pending = step.pendingOf(request.transactionId);
   if (pending) {
     return pending.createdAt < request.staleBefore
-      ? ({ outcome: 'abandoned', operation: pending, record: now.stored.record } satisfies OperationBegin)
+      ? ({ outcome: 'abandoned', operation: pending, record: claimedTransaction(now.stored.record) } satisfies OperationBegin)
       : ({ outcome: 'in_progress', since: pending.createdAt } satisfies OperationBegin);
   }
   const counts = step.countsOf(request.transactionId);
@@ -97,7 +98,7 @@ function claimOperationNow(sql: SqlStorage, step: OperationStep, request: Operat
     answer: null,
   };
   step.claim(operation, counts);
-  return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
+  return { outcome: 'claimed', operation, record: claimedTransaction(now.stored.record) } satisfies OperationBegin;
 }
 
 /**

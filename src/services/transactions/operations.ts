@@ -11,7 +11,7 @@
 import type { Caller, Env } from '../../env';
 import { randomId, sha256Hex } from '../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../lib/time';
-import { operationCurrent, type OperationBegin, type OperationCompleted, type OperationCompletion, type OperationKind, type OperationRequest, type OperationRow, type OperationResult } from '../../storage/ledger-shard';
+import { operationCurrent, type ClaimedTransaction, type OperationBegin, type OperationCompleted, type OperationCompletion, type OperationKind, type OperationRequest, type OperationRow, type OperationResult } from '../../storage/ledger-shard';
 import { CLAIM_TIMEOUT_SECONDS, processorAccounts } from './claims';
 import { locateMany } from './locate-many';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
@@ -247,13 +247,13 @@ class OperationCall {
     return begun;
   }
 
-  async #processor(record: TransactionRecord): Promise<PaymentProcessor> {
+  async #processor(record: ClaimedTransaction): Promise<PaymentProcessor> {
     const processor = (await this.processors.accounts())(String(record.processor_id));
     if (!processor) throw new Error(`transaction ${String(record.id)} names an unknown processor`);
     return processor;
   }
 
-  #operation(op: OperationRow, record: TransactionRecord) {
+  #operation(op: OperationRow, record: ClaimedTransaction) {
     return {
       amount: op.amount,
       transactionId: op.transactionId,
@@ -268,7 +268,7 @@ class OperationCall {
    * received the operation: the claim is released (the row or request may be sent again); an
    * answer that did not come back and cannot be looked up either throws, the claim kept.
    */
-  async ask(op: OperationRow, record: TransactionRecord): Promise<OperationResult | null> {
+  async ask(op: OperationRow, record: ClaimedTransaction): Promise<OperationResult | null> {
     const processor = await this.#processor(record);
     try {
       return await processor[op.kind](this.#operation(op, record));
@@ -281,7 +281,7 @@ class OperationCall {
     }
   }
 
-  async settleAbandoned(op: OperationRow, record: TransactionRecord): Promise<void> {
+  async settleAbandoned(op: OperationRow, record: ClaimedTransaction): Promise<void> {
     const processor = await this.#processor(record);
     const result = await processor.lookup(op.key, op.createdAt);
     if (result === null) {

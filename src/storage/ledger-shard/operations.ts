@@ -119,13 +119,23 @@ export interface OperationRequest {
   staleBefore: string;
 }
 
+/**
+ * What the caller of a claim needs of the transaction to ask its processor: which processor, and
+ * card or ACH (the id names it in errors). Not the whole record: a chunk's claims answer 500 of them.
+ */
+export type ClaimedTransaction = Pick<TransactionRecord, 'id' | 'processor_id' | 'payment_type'>;
+
+export function claimedTransaction(record: TransactionRecord): ClaimedTransaction {
+  return { id: record.id, processor_id: record.processor_id, payment_type: record.payment_type };
+}
+
 /** How the shard answered an operation's claim. */
 export type OperationBegin =
-  | { outcome: 'claimed'; operation: OperationRow; record: TransactionRecord }
+  | { outcome: 'claimed'; operation: OperationRow; record: ClaimedTransaction }
   | { outcome: 'answered'; answer: string; requestHash: string }
   | { outcome: 'not_found' }
   | { outcome: 'in_progress'; since: string }
-  | { outcome: 'abandoned'; operation: OperationRow; record: TransactionRecord }
+  | { outcome: 'abandoned'; operation: OperationRow; record: ClaimedTransaction }
   | { outcome: 'refused'; reason: 'wrong_state' | 'amount' | 'limit' | 'surcharge'; message: string };
 
 /**
