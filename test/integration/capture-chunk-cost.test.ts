@@ -8,7 +8,7 @@
 import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
+import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
 import { operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
@@ -99,6 +99,9 @@ describe("a chunk's captures in the ledger shard of their authorizations", () =>
     const recordBytes = JSON.stringify(auths[0]).length;
     expect(answerBytes / requests.length).toBeLessThan(recordBytes * 1.3);
     // What the caller indexes is still the transaction as written, and as a read answers it.
+    // A transaction's first operations are counted by their rows: no counts row written per capture.
+    const countRows = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('SELECT COUNT(*) AS n FROM operation_counts').one().n);
+    expect(countRows).toBe(0);
     expect(list).toHaveLength(requests.length);
     for (const [i, answer] of list.entries()) {
       const parsed = JSON.parse(answer.answer) as { record: TransactionRecord & { amount_refunded: number } };
@@ -111,5 +114,31 @@ describe("a chunk's captures in the ledger shard of their authorizations", () =>
       expect(record).toMatchObject(written?.record ?? { missing: true });
       expect(written?.amountRefunded).toBe(refunded);
     }
+  });
+});
+
+describe('a released claim', () => {
+  it('stays counted: the next refund of the transaction gets the next number, not the released one', async () => {
+    const response = await call('POST', '/api/transaction', { key: shop.secretKey, body: { ...AUTHORIZE, transaction_type: 'sale' } });
+    const sale = (await response.json<Envelope<TxRecord>>()).data;
+    const id = String(sale.id);
+    // A refund acts on settled money.
+    expect((await admin('POST', `/admin/merchants/${shop.id}/settle`)).status).toBe(200);
+    const now = new Date();
+    const located = await locateTransaction(env, shop.id, id, now);
+    if (!located.ok) throw new Error('not found');
+    const { stub, identity } = located.shard;
+    const claim = async (key: string) => {
+      const [begun] = (await stub.beginOperations(identity, [
+        { transactionId: id, query: located.query, kind: 'refund', key: `${id}:refund:${key}`, requestHash: await sha256Hex(key), amount: 100, now: now.toISOString(), expiredBefore: '2000-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' },
+      ])) as { outcome: string; operation?: { refundId: string | null } }[];
+      return begun;
+    };
+    const first = await claim('r1');
+    expect(first).toMatchObject({ outcome: 'claimed', operation: { refundId: `txn_r${id.slice(4)}x1` } });
+    // Its processor never received it: released, and the key may be sent again.
+    expect(await stub.releaseOperation(identity, `${id}:refund:r1`)).toBe(true);
+    const second = await claim('r2');
+    expect(second).toMatchObject({ outcome: 'claimed', operation: { refundId: `txn_r${id.slice(4)}x2` } });
   });
 });

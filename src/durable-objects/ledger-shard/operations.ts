@@ -11,6 +11,9 @@ import {
   answerToStore,
   claimedTransaction,
   deleteOperation,
+  findOperations,
+  operationCountsOf,
+  writeOperationCounts,
   MAX_OPERATIONS_PER_TRANSACTION,
   readMeta,
   surchargeRefunded,
@@ -239,7 +242,15 @@ function refundSurchargeProblem(sql: SqlStorage, request: OperationRequest, reco
 /** Drops a claimed operation its processor never received (the key may be sent again). */
 export function releaseOperation(shard: ShardContext, key: string): true {
   upgradeShardTables(shard.sql);
-  if (readMeta(shard.sql)) deleteOperation(shard.sql, key);
+  if (!readMeta(shard.sql)) return true;
+  // A claim stays counted once released (its refund number is not given again): a transaction
+  // counted by its rows (fewer than COUNTS_ROW_FROM) gets its counts row first, this claim in it.
+  const claimed = findOperations(shard.sql, [key]).get(key);
+  if (claimed && claimed.answer === null) {
+    const counts = operationCountsOf(shard.sql, [claimed.transactionId]).get(claimed.transactionId);
+    if (counts && !counts.stored) writeOperationCounts(shard.sql, new Map([[claimed.transactionId, counts]]));
+  }
+  deleteOperation(shard.sql, key);
   return true;
 }
 
