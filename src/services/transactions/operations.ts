@@ -91,6 +91,12 @@ export async function operateMany(
   const locations = await locateMany(env, caller.merchantId, inputs.map((input) => input.transactionId), now);
   // A file's rows mostly send the same body (`{"amount":null}`): each distinct one hashed once.
   const hashes = new RequestHashes();
+  // The call's times, the same for every operation of it.
+  const times = {
+    now: isoTimestamp(now),
+    expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
+    staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),
+  };
   for (const [index, input] of inputs.entries()) {
     const located = locations[index];
     if (!located) throw new Error('a transaction was not located');
@@ -113,9 +119,7 @@ export async function operateMany(
       requestHash: await hashes.of(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
       amount: input.amount,
       ...(input.details?.surcharge ? { surcharge: input.details.surcharge } : {}),
-      now: isoTimestamp(now),
-      expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
-      staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),
+      ...times,
     };
     const call = new OperationCall(env, caller, shard, clientKey, input.ipAddress, request.expiredBefore, query, clock, shared, input.details);
     const group = groups.get(shard.identity.name) ?? { shard, items: [] };
