@@ -3,10 +3,11 @@
  * chunk's captures, voids and refunds read the same page rows in their claim and again in their
  * answer a moment later, and each read would decompress and parse the whole row again.
  *
- * Why this is safe: a page row's records are written once and never changed (its settlement mark
- * lives in other columns of the row, read from SQLite in every step), and a row is answered from
- * here only if SQLite still lists it with the same stored size in the same call (reading.ts reads
- * the rows' sizes first, every time). A row the archive deleted is not listed, so never answered.
+ * Why this is safe: a page row's records are written once and changed only when retention drops
+ * an API shard's request hashes, which empties this cache (as the archive does); its settlement
+ * mark lives in other columns of the row, read from SQLite in every step. And a row is answered
+ * from here only if SQLite still lists it with the same stored size in the same call (reading.ts
+ * reads the rows' sizes first, every time): a row deleted is not listed, so never answered.
  * Records are unpacked once per id and frozen: every reader builds new objects from them.
  *
  * Bound: rows are kept while their JSON text totals at most DECODED_JSON_KEPT, the oldest dropped
