@@ -59,18 +59,48 @@ if (MAX_BLOCK_ROW_BYTES > DURABLE_OBJECTS.rowBytes * HALF) throw new Error('a sa
 
 const TRAILING_NUMBER = /^(.*?)([0-9]{1,15})$/;
 
-/** The block a key is stored in (see the header). */
+/**
+ * A capture's, void's or refund's key (`{transaction id}:{kind}:{client key}`, services/transactions/
+ * operations.ts) whose client key ends in digits: a batch chunk's rows (`{batch}:{line}`) name 500
+ * transactions, so their keys share no prefix, and by the prefix rule each would be a block of its
+ * own (500 rows written a chunk). Such keys are kept together by what follows the transaction id:
+ * the block `OPERATION_BLOCK{kind}:{client key's prefix}#n`, its entries holding their whole key.
+ */
+const OPERATION_KEY = /^txn_[a-z0-9_]{1,80}:(capture|void|refund):(.*?)([0-9]{1,15})$/;
+/** Starts every operation block's name: control characters, which no key (an HTTP header's or a generated one) holds. */
+const OPERATION_BLOCK = '\u0001op\u0001';
+
+/** The block a key is stored in (see the header and OPERATION_KEY). */
 export function blockOf(key: string): string {
+  const operation = OPERATION_KEY.exec(key);
+  if (operation) return `${OPERATION_BLOCK}${operation[1] ?? ''}:${operation[2] ?? ''}#${Math.floor(Number(operation[3]) / BLOCK_KEYS)}`;
+  return prefixBlockOf(key);
+}
+
+/** The block by the key's own prefix: every key's before operation blocks existed, and still every other key's. */
+function prefixBlockOf(key: string): string {
   const match = TRAILING_NUMBER.exec(key);
   if (!match) return key;
   return `${match[1] ?? ''}#${Math.floor(Number(match[2]) / BLOCK_KEYS)}`;
 }
 
 /**
- * What every key of a block starts with: the block less its "#n" when the block is of keys ending
- * in digits (its name then ends in a digit, which no other block's does), else the key itself.
+ * The blocks an earlier charge of `key` may be in: its block, and for an operation's key the block
+ * its prefix named before operation blocks existed (a chunk sent again across a release finds its
+ * first answers there, so the processor is still asked once).
+ */
+function blocksToRead(key: string): string[] {
+  const block = blockOf(key);
+  return block.startsWith(OPERATION_BLOCK) ? [block, prefixBlockOf(key)] : [block];
+}
+
+/**
+ * What every key of a block starts with: nothing for an operation block (its entries hold whole
+ * keys); the block less its "#n" when the block is of keys ending in digits (its name then ends in
+ * a digit, which no other block's does); else the key itself.
  */
 function blockPrefix(block: string): string {
+  if (block.startsWith(OPERATION_BLOCK)) return '';
   return /[0-9]$/.test(block) ? block.slice(0, block.lastIndexOf('#')) : block;
 }
 
@@ -147,9 +177,14 @@ function byBlock<T>(items: readonly T[], key: (item: T) => string): Map<string, 
  * captures are a block per transaction, their keys' prefixes naming it).
  */
 function firstAnswers(sql: SqlStorage, blocks: ReadonlyMap<string, ReadonlySet<string>>, found: Map<string, string>): void {
-  for (const array of jsonArrays([...blocks.keys()])) {
+  // Prefix blocks first: a key charged there before operation blocks existed, and sent again since,
+  // is in both, and its first answer is the one in its prefix block.
+  const names = [...blocks.keys()];
+  const inOrder = [...names.filter((name) => !name.startsWith(OPERATION_BLOCK)), ...names.filter((name) => name.startsWith(OPERATION_BLOCK))];
+  for (const array of jsonArrays(inOrder)) {
     const rows = sql.exec<{ block: string; entries: string }>(
-      "SELECT block, entries FROM charges WHERE block IN (SELECT value FROM json_each(?)) AND kind = 'charge' ORDER BY block, seq",
+      // In the order named (json_each's key is the position), each block's calls in their order.
+      "SELECT c.block, c.entries FROM json_each(?) AS named JOIN charges AS c ON c.block = named.value WHERE c.kind = 'charge' ORDER BY named.key, c.seq",
       array,
     );
     for (const row of rows) {
@@ -177,7 +212,7 @@ export function recordCharges(
 ): Map<string, string> {
   const answers = new Map(earlier);
   const blocks = byBlock(entries, (entry) => entry.idempotencyKey);
-  firstAnswers(sql, new Map([...blocks].map(([block, group]) => [block, new Set(group.map((entry) => entry.idempotencyKey))])), answers);
+  firstAnswers(sql, readMap(entries.map((entry) => entry.idempotencyKey)), answers);
   insertRows(sql, at, 'charge', [...blocks].map(([block, group]) => [block, JSON.stringify(group.map((entry) => pack(blockPrefix(block), entry)))]));
   for (const entry of entries) if (!answers.has(entry.idempotencyKey)) answers.set(entry.idempotencyKey, entry.result);
   return answers;
@@ -186,8 +221,21 @@ export function recordCharges(
 /** The first answer of each key that was charged (absent: never charged). Reads only the keys' blocks. */
 export function findCharges(sql: SqlStorage, keys: readonly string[]): Map<string, string> {
   const found = new Map<string, string>();
-  firstAnswers(sql, new Map([...byBlock(keys, (key) => key)].map(([block, group]) => [block, new Set(group)])), found);
+  firstAnswers(sql, readMap(keys), found);
   return found;
+}
+
+/** The blocks to read for `keys`, each with the keys it may hold (blocksToRead). */
+function readMap(keys: readonly string[]): Map<string, Set<string>> {
+  const blocks = new Map<string, Set<string>>();
+  for (const key of keys) {
+    for (const block of blocksToRead(key)) {
+      const group = blocks.get(block);
+      if (group) group.add(key);
+      else blocks.set(block, new Set([key]));
+    }
+  }
+  return blocks;
 }
 
 /** Counts one lookup of each of `keys` (what the sandbox's ledger shows as lookupCalls). */

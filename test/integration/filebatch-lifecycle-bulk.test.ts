@@ -16,7 +16,8 @@ import { sha256Hex } from '../../src/lib/crypto';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
-import type { OperationCompletion, OperationKind, OperationRequest, OperationResult } from '../../src/storage/ledger-shard';
+import { operationCurrent, type OperationCompletion, type OperationKind, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
+import type { TransactionRecord } from '../../src/schemas/transaction-columns';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 
@@ -113,9 +114,15 @@ describe('two operations on one transaction in one group of the shard', () => {
     ]);
     if (!Array.isArray(answers)) throw new Error('the shard failed');
     expect(answers[1]?.answer).toBe(answers[0]?.answer);
-    expect(answers[0]?.current?.record).toMatchObject({ status: 'pending_settlement', amount_captured: 400 });
+    const written = (i: number) => {
+      const answer = answers[i];
+      return answer ? operationCurrent(answer, (JSON.parse(answer.answer) as { record?: TransactionRecord & { amount_refunded?: number } }).record ?? null) : null;
+    };
+    expect(written(0)).toMatchObject({ record: { status: 'pending_settlement', amount_captured: 400 }, amountRefunded: 0 });
     // The second answer found the first's: it wrote nothing of its own.
-    expect(answers[1]?.current).toBeUndefined();
+    expect(written(1)).toBeNull();
+    // The refund's answer is the refund; the original as it wrote it comes beside it.
+    expect(written(2)).toMatchObject({ record: { id: saleId, status: 'partially_refunded' }, amountRefunded: 600 });
     expect(await get(authId)).toMatchObject({ status: 'pending_settlement', amount_captured: 400 });
     expect(await get(saleId)).toMatchObject({ amount_refunded: 600 });
     // The next group: the key answers its first answer; a second capture is refused; the refund left is 400.

@@ -172,7 +172,9 @@ describe("a transaction's operations (item 5)", () => {
     const fiveThousandth = await rowsReadBy(shard, async () => expect((await declined()).status).toBe(201));
     console.log(JSON.stringify({ rowsRead: { first, second, fiveThousandth } }));
     expect(first).toBeGreaterThan(0);
-    expect(fiveThousandth).toBe(second);
+    // No more than the second: a transaction's first operations are counted by their rows (fewer
+    // than COUNTS_ROW_FROM, one row read each), later ones by its counts row (one row read).
+    expect(fiveThousandth).toBeLessThanOrEqual(second);
 
     await seedOperations(shard, id, 9_999);
     const last = await operate(shop, id, 'refund', { amount: 1 });

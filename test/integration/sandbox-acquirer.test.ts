@@ -118,6 +118,47 @@ describe('one merchant\'s day in one acquirer object', () => {
     });
   });
 
+  it("a chunk of captures writes a row or two, not one per transaction, and a key charged in its transaction's own block before still answers first", async () => {
+    const stub = acquirer('sandbox_operation_blocks');
+    const captures = (firstLine: number, answer: (result: string) => string = (result) => result) =>
+      chunk('bat_opblocks', firstLine).map((entry, i) => ({ ...entry, idempotencyKey: `txn_${String(firstLine + i).padStart(5, '0')}x:capture:${entry.idempotencyKey}`, type: 'capture', result: answer(entry.result) }));
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      createChargeTable(sql);
+      // Charged before this release: a row in the block the key's own prefix named.
+      const old = captures(2)[7];
+      if (!old) throw new Error('no entry');
+      const packed = [['9', old.type, old.amount, old.paymentType, Object.values(JSON.parse(old.result) as Record<string, unknown>)]];
+      sql.exec("INSERT INTO charges (block, seq, at, kind, entries) VALUES (?, 1, ?, 'charge', ?)", 'txn_00009x:capture:bat_opblocks:#0', `${DAY}T11:00:00.000Z`, JSON.stringify(packed));
+      const before = sql.databaseSize;
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      const exec = sql.exec.bind(sql);
+      (sql as { exec: SqlStorage['exec'] }).exec = ((query: string, ...bindings: unknown[]) => {
+        const cursor = exec(query, ...bindings);
+        cursors.push(cursor);
+        return cursor;
+      }) as SqlStorage['exec'];
+      let answers: Map<string, string>;
+      try {
+        answers = recordCharges(sql, NOW, captures(2, (result) => result.replace('approved', 'declined')));
+      } finally {
+        (sql as { exec: SqlStorage['exec'] }).exec = exec;
+      }
+      // The key charged before answers its first answer; the others their own.
+      expect(answers.get('txn_00009x:capture:bat_opblocks:9')).toContain('approved');
+      expect(answers.get('txn_00010x:capture:bat_opblocks:10')).toContain('declined');
+      // Lines 2-501 are two blocks of 500: two rows written, where a block per transaction wrote 500.
+      expect(cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0)).toBeLessThanOrEqual(4);
+      expect(sql.databaseSize - before).toBeLessThan(500 * 200);
+      // Found again, by a charge and by a lookup.
+      expect(recordCharges(sql, NOW, captures(2, (result) => result.replace('approved', 'declined'))).get('txn_00009x:capture:bat_opblocks:9')).toContain('approved');
+      expect(findCharges(sql, ['txn_00009x:capture:bat_opblocks:9', 'txn_00300x:capture:bat_opblocks:300', 'txn_00300x:capture:bat_opblocks:3000']).size).toBe(2);
+    });
+    const listed = (await stub.list()).filter((row) => row.idempotencyKey === 'txn_00009x:capture:bat_opblocks:9');
+    expect(listed).toEqual([expect.objectContaining({ type: 'capture', chargeCalls: 3 })]);
+    expect(listed[0]?.result).toContain('approved');
+  });
+
   it('stores a charge in under a third of the bytes the object-per-entry JSON took', async () => {
     const stub = acquirer('sandbox_compact');
     const before = await runInDurableObject(stub, (_instance, state) => state.storage.sql.databaseSize);

@@ -39,6 +39,7 @@ import {
 } from '../../storage/ledger-shard';
 import { OpenClaims } from './open-claims';
 import { beginOperation, beginOperations, completeOperation, completeOperations, releaseOperation } from './operations';
+import { DecodedPages } from './decoded-pages';
 import { findRecords, type ShardContext } from './reading';
 import { runRetention, type RetentionBudget } from './retention';
 import { ensureIndexed, settleShard } from './settlement';
@@ -66,7 +67,8 @@ async function answerOrFailure<T>(work: () => Promise<T>): Promise<T | ShardFail
 }
 
 export class LedgerShard extends DurableObject<Env> {
-  readonly #shard: ShardContext = { storage: this.ctx.storage, sql: this.ctx.storage.sql };
+  // Page rows decoded by one call kept for the next (decoded-pages.ts): a chunk's claims, then its answers.
+  readonly #shard: ShardContext = { storage: this.ctx.storage, sql: this.ctx.storage.sql, pages: new DecodedPages() };
   readonly #claims = new OpenClaims(this.#shard);
 
   /** Creates the tables and arms the retention alarm on the first write; later calls keep the first identity. */

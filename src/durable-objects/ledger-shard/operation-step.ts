@@ -9,6 +9,7 @@
  */
 import {
   answerOperations,
+  COUNTS_ROW_FROM,
   findOperations,
   insertOperations,
   operationCountsOf,
@@ -73,14 +74,20 @@ export class OperationStep {
     return currentNow(this.#states.get(transactionId), found, (row) => this.#marks.get(pageRowKey(row)) ?? { settledOn: null, settledAt: null }, expiredBefore);
   }
 
-  /** Records a claim and counts it (`before`: what countsOf answered). */
+  /**
+   * Records a claim and counts it (`before`: what countsOf answered): in the counts row when the
+   * transaction has one or now reaches COUNTS_ROW_FROM; below that its rows count it (bulk.ts).
+   */
   claim(operation: OperationRow, before: OperationCounts): void {
-    const counts = { operations: before.operations + 1, refunds: before.refunds + (operation.kind === 'refund' ? 1 : 0) };
+    const operations = before.operations + 1;
+    const refunds = before.refunds + (operation.kind === 'refund' ? 1 : 0);
+    const stored = before.stored === true || operations >= COUNTS_ROW_FROM;
+    const counts: OperationCounts = stored ? { operations, refunds, stored } : { operations, refunds };
     this.#claims.push(operation);
     this.#operations.set(operation.key, operation);
     this.#pending.set(operation.transactionId, operation);
     this.#counts.set(operation.transactionId, counts);
-    this.#countsWritten.set(operation.transactionId, counts);
+    if (stored) this.#countsWritten.set(operation.transactionId, counts);
   }
 
   /** Keeps an operation's answer under its key (it is no longer pending). */

@@ -9,7 +9,11 @@
 import {
   answerFromStored,
   answerToStore,
+  claimedTransaction,
   deleteOperation,
+  findOperations,
+  operationCountsOf,
+  writeOperationCounts,
   MAX_OPERATIONS_PER_TRANSACTION,
   readMeta,
   surchargeRefunded,
@@ -54,7 +58,7 @@ export async function beginOperations(shard: ShardContext, identity: ShardIdenti
   if (!readMeta(sql)) return requests.map(() => ({ outcome: 'not_found' }) satisfies OperationBegin);
   upgradeShardTables(sql);
   // Reading a page may await (gzip): done first; what it is now, the checks and the claims below do not await.
-  const found = await pageRecords(sql, identity, requests.map((request) => ({ id: request.transactionId, query: request.query })));
+  const found = await pageRecords(sql, identity, requests.map((request) => ({ id: request.transactionId, query: request.query })), shard.pages);
   return shard.storage.transactionSync(() => {
     const ids = requests.map((request) => request.transactionId);
     const step = new OperationStep(sql, identity.merchantId, { keys: requests.map((request) => request.key), ids, found, claims: true });
@@ -73,7 +77,7 @@ function claimOperationNow(sql: SqlStorage, step: OperationStep, request: Operat
   const pending = step.pendingOf(request.transactionId);
   if (pending) {
     return pending.createdAt < request.staleBefore
-      ? ({ outcome: 'abandoned', operation: pending, record: now.stored.record } satisfies OperationBegin)
+      ? ({ outcome: 'abandoned', operation: pending, record: claimedTransaction(now.stored.record) } satisfies OperationBegin)
       : ({ outcome: 'in_progress', since: pending.createdAt } satisfies OperationBegin);
   }
   const counts = step.countsOf(request.transactionId);
@@ -97,7 +101,7 @@ function claimOperationNow(sql: SqlStorage, step: OperationStep, request: Operat
     answer: null,
   };
   step.claim(operation, counts);
-  return { outcome: 'claimed', operation, record: now.stored.record } satisfies OperationBegin;
+  return { outcome: 'claimed', operation, record: claimedTransaction(now.stored.record) } satisfies OperationBegin;
 }
 
 /**
@@ -145,7 +149,7 @@ export async function completeOperations(
   }
   if (money !== null) await indexed(money);
   // Every page is read, an operation answered already too: its answer is kept against its page record (operation-answers.ts).
-  const foundOf: (PageRecord | null)[] = await pageRecords(sql, identity, wants);
+  const foundOf: (PageRecord | null)[] = await pageRecords(sql, identity, wants, shard.pages);
   const answered = shard.storage.transactionSync(() => {
     const step = new OperationStep(sql, identity.merchantId, { keys, ids: wants.map((want) => want.id), found: foundOf, claims: false });
     const done = completions.map((completion, i) => answerOperationNow(step, completion, foundOf[i] ?? null));
@@ -154,7 +158,7 @@ export async function completeOperations(
   });
   const receipts = answered.flatMap((a) => (a.receipt ? [a.receipt] : []));
   await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []);
-  return answered.map(({ answer, current }) => (current ? { answer, current } : { answer }));
+  return answered.map(({ answer, current, currentIsAnswer }) => (current ? { answer, current } : currentIsAnswer ? { answer, currentIsAnswer } : { answer }));
 }
 
 /** One claimed operation's answer applied, without awaiting, in the step's write transaction. */
@@ -214,7 +218,10 @@ function answerOperationNow(
   // Kept as what differs from the page record when that rebuilds it exactly (operation-answers.ts).
   step.answer(completion.key, answerToStore(answer, found?.stored.record ?? null, made));
   if (receipt) step.queueReceipt(receipt);
-  // The transaction as written (as it was, when the processor declined): what the search index takes next.
+  // The transaction as written (as it was, when the processor declined): what the search index takes
+  // next. An approved capture's or void's answer is exactly that record, so the caller reads it
+  // there; a declined one changes nothing to index, so it is not sent.
+  if (claimed.kind !== 'refund') return { answer, receipt, ...(approved ? { currentIsAnswer: true as const } : {}) };
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };
   return { answer, receipt, current };
 }
@@ -235,7 +242,15 @@ function refundSurchargeProblem(sql: SqlStorage, request: OperationRequest, reco
 /** Drops a claimed operation its processor never received (the key may be sent again). */
 export function releaseOperation(shard: ShardContext, key: string): true {
   upgradeShardTables(shard.sql);
-  if (readMeta(shard.sql)) deleteOperation(shard.sql, key);
+  if (!readMeta(shard.sql)) return true;
+  // A claim stays counted once released (its refund number is not given again): a transaction
+  // counted by its rows (fewer than COUNTS_ROW_FROM) gets its counts row first, this claim in it.
+  const claimed = findOperations(shard.sql, [key]).get(key);
+  if (claimed && claimed.answer === null) {
+    const counts = operationCountsOf(shard.sql, [claimed.transactionId]).get(claimed.transactionId);
+    if (counts && !counts.stored) writeOperationCounts(shard.sql, new Map([[claimed.transactionId, counts]]));
+  }
+  deleteOperation(shard.sql, key);
   return true;
 }
 

@@ -8,6 +8,7 @@ import {
   floorPages,
   MAX_ROW_JSON_BYTES,
   packedField,
+  pageRowKey,
   pageRowSizes,
   readPageRows,
   readPageRowsAt,
@@ -23,11 +24,14 @@ import {
 } from '../../storage/ledger-shard';
 import type { TransactionRecord } from '../../schemas/transaction-columns';
 import { presentRecord } from '../../services/transactions/lifecycle-rules';
+import { DecodedRow, type DecodedPages } from './decoded-pages';
 
 /** A shard's storage and bindings, as its parts use them. */
 export interface ShardContext {
   readonly storage: DurableObjectStorage;
   readonly sql: SqlStorage;
+  /** Page rows the object decoded in earlier calls (decoded-pages.ts); absent: every read decodes. */
+  readonly pages?: DecodedPages;
 }
 
 export function keyOf(stored: StoredTransaction): string {
@@ -36,8 +40,12 @@ export function keyOf(stored: StoredTransaction): string {
 
 /** A page row's records, decompressed if need be. */
 export async function decodePage(row: PageRow): Promise<PackedRecord[]> {
-  const text = row.format === 'gzip' ? await gunzipText(row.records as ArrayBuffer) : String(row.records);
-  return JSON.parse(text) as PackedRecord[];
+  return JSON.parse(await pageText(row)) as PackedRecord[];
+}
+
+/** A page row's records as JSON text. */
+async function pageText(row: PageRow): Promise<string> {
+  return row.format === 'gzip' ? await gunzipText(row.records as ArrayBuffer) : String(row.records);
 }
 
 export function pageSettlement(row: PageRow): { settledOn: string | null; settledAt: string | null } {
@@ -118,10 +126,11 @@ const PAGE_BYTES_PER_READ = 8 * MAX_ROW_JSON_BYTES;
 /**
  * Each wanted transaction's record as its page holds it, and where (null when none of its pages
  * holds that id): every page named is read once for all of them, a few rows a statement, and each
- * decompressed (this awaits) with only the wanted records unpacked. What they are now is read
- * after, without awaiting: `currentNow`.
+ * decompressed (this awaits) with only the wanted records unpacked; a row `decoded` holds with the
+ * same stored size is taken from there instead. What they are now is read after, without
+ * awaiting: `currentNow`.
  */
-export async function pageRecords(sql: SqlStorage, shard: ShardIdentity, wants: readonly PageWant[]): Promise<(PageRecord | null)[]> {
+export async function pageRecords(sql: SqlStorage, shard: ShardIdentity, wants: readonly PageWant[], decoded?: DecodedPages): Promise<(PageRecord | null)[]> {
   const floors = floorPages(sql, wants.flatMap((want) => want.query.floor));
   const pagesOf = wants.map((want) => new Set([...want.query.exact, ...want.query.floor.flatMap((value) => floors.get(value) ?? [])]));
   const wantedIn = new Map<string, Set<string>>();
@@ -132,11 +141,13 @@ export async function pageRecords(sql: SqlStorage, shard: ShardIdentity, wants: 
       wantedIn.set(page, ids);
     }
   });
-  // By page and id: a want takes its id only from its own pages.
-  const found = new Map<string, PageRecord>();
-  const reads: { page: string; seq: number }[][] = [];
+  // By page and id (a want takes its id only from its own pages). Every row listed, in page order: decoded here or taken from `decoded`; then the wanted records
+  // taken in that order (the first row holding an id wins, as one scan in order would find it).
+  const rows = pageRowSizes(sql, [...wantedIn.keys()]).map((row) => ({ row, records: decoded?.get(pageRowKey(row), row.bytes) ?? null }));
+  const reads: { page: string; seq: number; bytes: number }[][] = [];
   let bytes = 0;
-  for (const row of pageRowSizes(sql, [...wantedIn.keys()])) {
+  for (const { row, records } of rows) {
+    if (records) continue;
     if (reads.length === 0 || bytes + row.bytes > PAGE_BYTES_PER_READ) {
       reads.push([]);
       bytes = 0;
@@ -144,14 +155,23 @@ export async function pageRecords(sql: SqlStorage, shard: ShardIdentity, wants: 
     reads.at(-1)?.push(row);
     bytes += row.bytes;
   }
-  for (const read of reads) {
-    for (const row of readPageRowsAt(sql, read)) {
-      const ids = wantedIn.get(row.page);
-      if (!ids) continue;
-      for (const packed of await decodePage(row)) {
-        const id = String(packedField(packed, 'id'));
-        if (ids.has(id) && !found.has(`${row.page}\n${id}`)) found.set(`${row.page}\n${id}`, { stored: unpackRecord(shard.merchantId, packed), row: { page: row.page, seq: row.seq } });
-      }
+  const read = new Map<string, DecodedRow>();
+  for (const group of reads) {
+    const sizes = new Map(group.map((row) => [pageRowKey(row), row.bytes]));
+    for (const row of readPageRowsAt(sql, group)) {
+      const text = await pageText(row);
+      const records = new DecodedRow(sizes.get(pageRowKey(row)) ?? -1, text.length, JSON.parse(text) as PackedRecord[]);
+      decoded?.set(pageRowKey(row), records);
+      read.set(pageRowKey(row), records);
+    }
+  }
+  const found = new Map<string, PageRecord>();
+  for (const { row, records } of rows) {
+    const decodedRow = records ?? read.get(pageRowKey(row));
+    if (!decodedRow) continue;
+    for (const id of wantedIn.get(row.page) ?? []) {
+      const stored = found.has(`${row.page}\n${id}`) ? null : decodedRow.record(shard.merchantId, id);
+      if (stored) found.set(`${row.page}\n${id}`, { stored, row: { page: row.page, seq: row.seq } });
     }
   }
   return wants.map((want, i) => {

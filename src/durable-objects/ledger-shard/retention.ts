@@ -99,6 +99,7 @@ export async function runRetention(shard: ShardContext, files: R2Bucket, now: st
     if (!finished(at)) return more(shard, outcome, now);
   }
   await shard.storage.deleteAll();
+  shard.pages?.clear();
   emptied();
   const key = ledgerArchiveKey(meta.name);
   console.log(JSON.stringify({ level: 'info', event: 'ledger_archived', shard: meta.name, archive: key, files: at.part - 1, records: outcome.lines }));
@@ -108,6 +109,8 @@ export async function runRetention(shard: ShardContext, files: R2Bucket, now: st
 /** Clears hashes within the step's budget; answers whether rows are left. */
 function clearHashes(shard: ShardContext, cursor: RetentionCursor, budget: number, outcome: RetentionOutcome): boolean {
   const sql = shard.sql;
+  // Page rows are rewritten here (the only change a page row's records ever get): none kept decoded.
+  shard.pages?.clear();
   let at: HashCursor = cursor.hashes ?? { page: null, seq: 0 };
   if (!cursor.hashes) {
     // From the first step on, records written late keep no hash either (`complete` reads hashesClearAt).

@@ -160,9 +160,9 @@ function fromOperation(
 ): LifecycleOutcome {
   if (outcome.ok) {
     // The API's answer (a capture's or void's: the transaction as it is now; a refund's: the refund),
-    // with the row's own key so each result line names its line.
-    const { amount_refunded: _refunded, ...record } = outcome.record;
-    return { ok: true, record: { ...record, idempotency_key: request.idempotencyKey }, replayed: outcome.replayed };
+    // with the row's own key so each result line names its line. One copy: the result line reads the
+    // result columns by name, and amount_refunded (the API's, not a column) is left beside them.
+    return { ok: true, record: { ...outcome.record, idempotency_key: request.idempotencyKey }, replayed: outcome.replayed };
   }
   switch (outcome.reason) {
     case 'in_progress':

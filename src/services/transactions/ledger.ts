@@ -92,8 +92,25 @@ function compactDay(day: string): string {
 export const FIRST_ID_DAY = '2026-01-01';
 export const LAST_ID_DAY = '2199-12-31';
 
+/**
+ * Days already checked, by their `YYYYMMDD`: a batch chunk's rows name a few days, parsed 3 times a
+ * row (placing, search, upload checks), and the check allocates dates. At most DASHED_DAYS_KEPT
+ * entries (emptied when full), a few KB of the isolate's 128 MB.
+ */
+const dashedDays = new Map<string, string | null>();
+const DASHED_DAYS_KEPT = 512;
+
 /** `YYYYMMDD` as `YYYY-MM-DD`, if it is a real calendar day (not 20270231) between the bounds above. */
 function dashedDay(compact: string): string | null {
+  const known = dashedDays.get(compact);
+  if (known !== undefined) return known;
+  if (dashedDays.size >= DASHED_DAYS_KEPT) dashedDays.clear();
+  const checked = checkedDay(compact);
+  dashedDays.set(compact, checked);
+  return checked;
+}
+
+function checkedDay(compact: string): string | null {
   const day = `${compact.slice(0, 4)}-${compact.slice(4, 6)}-${compact.slice(6, 8)}`;
   if (day < FIRST_ID_DAY || day > LAST_ID_DAY) return null;
   const ms = Date.parse(`${day}T00:00:00.000Z`);

@@ -11,7 +11,7 @@
 import type { Caller, Env } from '../../env';
 import { randomId, sha256Hex } from '../../lib/crypto';
 import { isoTimestamp, type Clock } from '../../lib/time';
-import type { OperationBegin, OperationCompleted, OperationCompletion, OperationKind, OperationRequest, OperationRow, OperationResult } from '../../storage/ledger-shard';
+import { operationCurrent, type ClaimedTransaction, type OperationBegin, type OperationCompleted, type OperationCompletion, type OperationKind, type OperationRequest, type OperationRow, type OperationResult } from '../../storage/ledger-shard';
 import { CLAIM_TIMEOUT_SECONDS, processorAccounts } from './claims';
 import { locateMany } from './locate-many';
 import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
@@ -91,6 +91,12 @@ export async function operateMany(
   const locations = await locateMany(env, caller.merchantId, inputs.map((input) => input.transactionId), now);
   // A file's rows mostly send the same body (`{"amount":null}`): each distinct one hashed once.
   const hashes = new RequestHashes();
+  // The call's times, the same for every operation of it.
+  const times = {
+    now: isoTimestamp(now),
+    expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
+    staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),
+  };
   for (const [index, input] of inputs.entries()) {
     const located = locations[index];
     if (!located) throw new Error('a transaction was not located');
@@ -113,9 +119,7 @@ export async function operateMany(
       requestHash: await hashes.of(JSON.stringify(input.details ? { amount: input.amount, details: input.details } : { amount: input.amount })),
       amount: input.amount,
       ...(input.details?.surcharge ? { surcharge: input.details.surcharge } : {}),
-      now: isoTimestamp(now),
-      expiredBefore: expiresBefore(now, authorizationExpiryDays(env.AUTHORIZATION_EXPIRY_DAYS)),
-      staleBefore: isoTimestamp(new Date(now.getTime() - CLAIM_TIMEOUT_SECONDS * 1000)),
+      ...times,
     };
     const call = new OperationCall(env, caller, shard, clientKey, input.ipAddress, request.expiredBefore, query, clock, shared, input.details);
     const group = groups.get(shard.identity.name) ?? { shard, items: [] };
@@ -149,7 +153,11 @@ export async function operateMany(
         completions.map(({ c, result }) => c.call.completion(c.op, result)),
       );
       if ('failed' in answers) throw new Error(`ledger shard write failed: ${answers.failed}`);
-      completions.forEach(({ c }, i) => (outcomes[c.index] = { outcome: fromAnswer(answers[i]?.answer ?? '', false), current: answers[i]?.current ?? null }));
+      completions.forEach(({ c }, i) => {
+        const answer = answers[i] ?? { answer: '' };
+        const outcome = fromAnswer(answer.answer, false);
+        outcomes[c.index] = { outcome, current: operationCurrent(answer, outcome.ok ? outcome.record : null) };
+      });
     }),
   );
   return outcomes.map((outcome) => {
@@ -243,13 +251,13 @@ class OperationCall {
     return begun;
   }
 
-  async #processor(record: TransactionRecord): Promise<PaymentProcessor> {
+  async #processor(record: ClaimedTransaction): Promise<PaymentProcessor> {
     const processor = (await this.processors.accounts())(String(record.processor_id));
     if (!processor) throw new Error(`transaction ${String(record.id)} names an unknown processor`);
     return processor;
   }
 
-  #operation(op: OperationRow, record: TransactionRecord) {
+  #operation(op: OperationRow, record: ClaimedTransaction) {
     return {
       amount: op.amount,
       transactionId: op.transactionId,
@@ -264,7 +272,7 @@ class OperationCall {
    * received the operation: the claim is released (the row or request may be sent again); an
    * answer that did not come back and cannot be looked up either throws, the claim kept.
    */
-  async ask(op: OperationRow, record: TransactionRecord): Promise<OperationResult | null> {
+  async ask(op: OperationRow, record: ClaimedTransaction): Promise<OperationResult | null> {
     const processor = await this.#processor(record);
     try {
       return await processor[op.kind](this.#operation(op, record));
@@ -277,7 +285,7 @@ class OperationCall {
     }
   }
 
-  async settleAbandoned(op: OperationRow, record: TransactionRecord): Promise<void> {
+  async settleAbandoned(op: OperationRow, record: ClaimedTransaction): Promise<void> {
     const processor = await this.#processor(record);
     const result = await processor.lookup(op.key, op.createdAt);
     if (result === null) {

@@ -39,11 +39,20 @@ export function jsonArrays(values: readonly unknown[]): string[] {
   return arrays;
 }
 
-/** The operations under `keys` (claimed or answered), by key. */
+/**
+ * The operations under `keys` (claimed or answered), by key. Rows read as arrays (`raw()`): a
+ * chunk's answers read its 500 claims back, and a row as an object cost twice the time to build.
+ */
 export function findOperations(sql: SqlStorage, keys: readonly string[]): Map<string, OperationRow> {
   const found = new Map<string, OperationRow>();
   for (const array of jsonArrays([...new Set(keys)])) {
-    for (const row of sql.exec<OperationSql>('SELECT * FROM operations WHERE key IN (SELECT value FROM json_each(?))', array)) found.set(row.key, operationFromSql(row));
+    const rows = sql
+      .exec('SELECT key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer FROM operations WHERE key IN (SELECT value FROM json_each(?))', array)
+      .raw();
+    for (const [key, transactionId, kind, requestHash, amount, refundId, createdAt, answer] of rows) {
+      const row = { key, transaction_id: transactionId, kind, request_hash: requestHash, amount, refund_id: refundId, created_at: createdAt, answer } as OperationSql;
+      found.set(row.key, operationFromSql(row));
+    }
   }
   return found;
 }
@@ -61,12 +70,22 @@ export function pendingOperationsOf(sql: SqlStorage, ids: readonly string[]): Ma
   return found;
 }
 
-export type OperationCounts = { operations: number; refunds: number };
+/** `stored`: read from the transaction's counts row (which must then be kept up to date). */
+export type OperationCounts = { operations: number; refunds: number; stored?: true };
+
+/**
+ * A transaction gets its counts row once it has had this many operations. Before, its count is its
+ * operations' rows, counted through their index: at most COUNTS_ROW_FROM - 1 rows a transaction
+ * (a chunk's 500 transactions, at most 7,500 index rows). Most transactions have one or two
+ * operations (a capture, a refund), and a row per transaction would be a row written per capture.
+ */
+export const COUNTS_ROW_FROM = 16;
 
 /**
  * How many operations each of `ids` has had, and how many were refunds (declined or not, each claim
  * counted once; bounded by MAX_OPERATIONS_PER_TRANSACTION): its counts row, one row whatever came
- * before, else (operated on before the counts existed, or never) counted from its rows.
+ * before, else (fewer than COUNTS_ROW_FROM, operated on before the counts existed, or never)
+ * counted from its rows.
  */
 export function operationCountsOf(sql: SqlStorage, ids: readonly string[]): Map<string, OperationCounts> {
   const counts = new Map<string, OperationCounts>();
@@ -76,7 +95,7 @@ export function operationCountsOf(sql: SqlStorage, ids: readonly string[]): Map<
       'SELECT transaction_id AS id, operations, refunds FROM operation_counts WHERE transaction_id IN (SELECT value FROM json_each(?))',
       array,
     );
-    for (const row of rows) counts.set(row.id, { operations: row.operations, refunds: row.refunds });
+    for (const row of rows) counts.set(row.id, { operations: row.operations, refunds: row.refunds, stored: true });
   }
   const uncounted = distinct.filter((id) => !counts.has(id));
   for (const array of jsonArrays(uncounted)) {

@@ -119,23 +119,47 @@ export interface OperationRequest {
   staleBefore: string;
 }
 
+/**
+ * What the caller of a claim needs of the transaction to ask its processor: which processor, and
+ * card or ACH (the id names it in errors). Not the whole record: a chunk's claims answer 500 of them.
+ */
+export type ClaimedTransaction = Pick<TransactionRecord, 'id' | 'processor_id' | 'payment_type'>;
+
+export function claimedTransaction(record: TransactionRecord): ClaimedTransaction {
+  return { id: record.id, processor_id: record.processor_id, payment_type: record.payment_type };
+}
+
 /** How the shard answered an operation's claim. */
 export type OperationBegin =
-  | { outcome: 'claimed'; operation: OperationRow; record: TransactionRecord }
+  | { outcome: 'claimed'; operation: OperationRow; record: ClaimedTransaction }
   | { outcome: 'answered'; answer: string; requestHash: string }
   | { outcome: 'not_found' }
   | { outcome: 'in_progress'; since: string }
-  | { outcome: 'abandoned'; operation: OperationRow; record: TransactionRecord }
+  | { outcome: 'abandoned'; operation: OperationRow; record: ClaimedTransaction }
   | { outcome: 'refused'; reason: 'wrong_state' | 'amount' | 'limit' | 'surcharge'; message: string };
 
 /**
  * A completed operation's answer (JSON), and the transaction as this completion left it: absent
- * when another call had answered the operation first. Two records, each under
- * MAX_OPERATION_ROW_BYTES: far under an RPC answer's limit (RPC.payloadBytes, 32 MiB).
+ * when another call had answered the operation first. An approved capture's or void's answer is
+ * that transaction as written (its record and amount_refunded), so it is not sent twice:
+ * `currentIsAnswer` says to read it from the answer (operationCurrent). Two records at most, each
+ * under MAX_OPERATION_ROW_BYTES: far under an RPC answer's limit (RPC.payloadBytes, 32 MiB).
  */
 export interface OperationCompleted {
   answer: string;
   current?: { record: TransactionRecord; amountRefunded: number };
+  currentIsAnswer?: true;
+}
+
+/** The transaction as a completion left it (see OperationCompleted), given its answer's parsed record; null when not sent. */
+export function operationCurrent(
+  completed: OperationCompleted,
+  answered: (TransactionRecord & { amount_refunded?: number }) | null,
+): { record: TransactionRecord; amountRefunded: number } | null {
+  if (completed.current) return completed.current;
+  if (!completed.currentIsAnswer || answered === null) return null;
+  const { amount_refunded: amountRefunded, ...record } = answered;
+  return { record, amountRefunded: amountRefunded ?? 0 };
 }
 
 /** The processor's answer to a claimed operation, for the shard to apply. */

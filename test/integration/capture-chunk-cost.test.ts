@@ -1,0 +1,144 @@
+/**
+ * What a batch chunk's captures cost the ledger shard that holds their authorizations, counted in
+ * what does not depend on the machine: the bytes its claim and answer calls send back per capture,
+ * and how often it reads (decompresses, parses) the page rows holding the authorizations. A chunk
+ * claims its rows in one call and answers them in another a moment later; both need the same page
+ * records.
+ */
+import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
+import { locateTransaction } from '../../src/services/transactions/engine';
+import { sha256Hex } from '../../src/lib/crypto';
+import { operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
+import type { TransactionRecord } from '../../src/schemas/transaction-columns';
+
+type TxRecord = Record<string, string | number | boolean | null>;
+
+const AUTHORIZE = { transaction_type: 'authorize', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 };
+const APPROVED: OperationResult = {
+  response: 'approved',
+  responseCode: 100,
+  amountAuthorized: 1000,
+  authCode: 'A1',
+  processorResponseCode: '00',
+  processorResponseText: 'Approved',
+  avsResponseCode: null,
+  cvvResponseCode: null,
+};
+
+let shop: TestMerchant;
+beforeAll(async () => {
+  shop = await createMerchant({ name: 'Capture Cost Shop' });
+});
+
+/** The statements the shard object runs while `work` runs (its `sql.exec` wrapped). */
+async function statementsDuring(name: string, work: () => Promise<unknown>): Promise<string[]> {
+  const stub = env.LEDGER_SHARD.getByName(name);
+  const queries: string[] = [];
+  const restore = await runInDurableObject(stub, (_instance, state) => {
+    const sql = state.storage.sql;
+    const exec = sql.exec.bind(sql);
+    sql.exec = ((query: string, ...bindings: unknown[]) => {
+      queries.push(query);
+      return exec(query, ...bindings);
+    }) as typeof sql.exec;
+    return () => {
+      sql.exec = exec;
+    };
+  });
+  try {
+    await work();
+  } finally {
+    await runInDurableObject(stub, () => restore());
+  }
+  return queries;
+}
+
+describe("a chunk's captures in the ledger shard of their authorizations", () => {
+  it('read the page rows once for the claims and the answers, and send back a few hundred bytes a capture, not its record three times', async () => {
+    const auths: TxRecord[] = [];
+    for (let i = 0; i < 20; i++) {
+      const response = await call('POST', '/api/transaction', { key: shop.secretKey, body: AUTHORIZE });
+      expect(response.status).toBe(201);
+      auths.push((await response.json<Envelope<TxRecord>>()).data);
+    }
+    const now = new Date();
+    const iso = now.toISOString();
+    const located = await Promise.all(auths.map((auth) => locateTransaction(env, shop.id, String(auth.id), now)));
+    const first = located[0];
+    if (!first?.ok || located.some((l) => !l.ok || l.shard.identity.name !== first.shard.identity.name)) throw new Error('not in one shard');
+    const { stub, identity } = first.shard;
+    const requestHash = await sha256Hex(JSON.stringify({ amount: null }));
+    const requests: OperationRequest[] = located.map((l, i) => {
+      if (!l.ok) throw new Error('not found');
+      const id = String(auths[i]?.id);
+      return { transactionId: id, query: l.query, kind: 'capture', key: `${id}:capture:row${i}`, requestHash, amount: null, now: iso, expiredBefore: '2000-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' };
+    });
+    let claimBytes = 0;
+    let answerBytes = 0;
+    const list: OperationCompleted[] = [];
+    const queries = await statementsDuring(identity.name, async () => {
+      const begun = await stub.beginOperations(identity, requests);
+      if (!Array.isArray(begun)) throw new Error('the shard failed');
+      expect(begun.map((b) => b.outcome)).toEqual(requests.map(() => 'claimed'));
+      claimBytes = JSON.stringify(begun).length;
+      const completions: OperationCompletion[] = requests.map((r, i) => ({ key: r.key, query: r.query, result: APPROVED, now: iso, expiredBefore: r.expiredBefore, idempotencyKey: `row${i}`, ipAddress: null }));
+      const answers = await stub.completeOperations(identity, completions);
+      if (!Array.isArray(answers)) throw new Error('the shard failed');
+      answerBytes = JSON.stringify(answers).length;
+      list.push(...answers);
+    });
+    // Each page row's records read (and decompressed) once for both calls: one statement reads them.
+    expect(queries.filter((q) => /SELECT [^;]*\brecords,[\s\S]*FROM pages/.test(q))).toHaveLength(1);
+    // A claim answers its operation and what asking the processor needs (which processor, card or
+    // ACH), about 450 bytes; with the whole record it answered before, some 2 KB.
+    expect(claimBytes / requests.length).toBeLessThan(600);
+    // An approved capture's answer is the transaction as written, sent once (it was sent twice).
+    const recordBytes = JSON.stringify(auths[0]).length;
+    expect(answerBytes / requests.length).toBeLessThan(recordBytes * 1.3);
+    // What the caller indexes is still the transaction as written, and as a read answers it.
+    // A transaction's first operations are counted by their rows: no counts row written per capture.
+    const countRows = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('SELECT COUNT(*) AS n FROM operation_counts').one().n);
+    expect(countRows).toBe(0);
+    expect(list).toHaveLength(requests.length);
+    for (const [i, answer] of list.entries()) {
+      const parsed = JSON.parse(answer.answer) as { record: TransactionRecord & { amount_refunded: number } };
+      const written = operationCurrent(answer, parsed.record);
+      const read = await call('GET', `/api/transaction/${String(auths[i]?.id)}`, { key: shop.secretKey });
+      const { amount_refunded: refunded, ...record } = (await read.json<Envelope<TxRecord>>()).data;
+      expect(written?.record).toMatchObject({ status: 'pending_settlement', amount_captured: 1000 });
+      expect(written?.record).not.toHaveProperty('amount_refunded');
+      // Every column of the record as written is what a read answers (a read adds a few of its own).
+      expect(record).toMatchObject(written?.record ?? { missing: true });
+      expect(written?.amountRefunded).toBe(refunded);
+    }
+  });
+});
+
+describe('a released claim', () => {
+  it('stays counted: the next refund of the transaction gets the next number, not the released one', async () => {
+    const response = await call('POST', '/api/transaction', { key: shop.secretKey, body: { ...AUTHORIZE, transaction_type: 'sale' } });
+    const sale = (await response.json<Envelope<TxRecord>>()).data;
+    const id = String(sale.id);
+    // A refund acts on settled money.
+    expect((await admin('POST', `/admin/merchants/${shop.id}/settle`)).status).toBe(200);
+    const now = new Date();
+    const located = await locateTransaction(env, shop.id, id, now);
+    if (!located.ok) throw new Error('not found');
+    const { stub, identity } = located.shard;
+    const claim = async (key: string) => {
+      const [begun] = (await stub.beginOperations(identity, [
+        { transactionId: id, query: located.query, kind: 'refund', key: `${id}:refund:${key}`, requestHash: await sha256Hex(key), amount: 100, now: now.toISOString(), expiredBefore: '2000-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' },
+      ])) as { outcome: string; operation?: { refundId: string | null } }[];
+      return begun;
+    };
+    const first = await claim('r1');
+    expect(first).toMatchObject({ outcome: 'claimed', operation: { refundId: `txn_r${id.slice(4)}x1` } });
+    // Its processor never received it: released, and the key may be sent again.
+    expect(await stub.releaseOperation(identity, `${id}:refund:r1`)).toBe(true);
+    const second = await claim('r2');
+    expect(second).toMatchObject({ outcome: 'claimed', operation: { refundId: `txn_r${id.slice(4)}x2` } });
+  });
+});
