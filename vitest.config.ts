@@ -4,8 +4,9 @@ import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineConfig, type Plugin } from 'vitest/config';
 import { EXAMPLE_PAGES } from './scripts/readme-curls.mjs';
 
-// TEST_SHARED_WORKERD=1: one workerd per vitest worker for the workerd project (see oneRuntimePerWorker).
-const SHARED_WORKERD = process.env.TEST_SHARED_WORKERD === '1';
+// One workerd per vitest worker for the workerd project (see oneRuntimePerWorker);
+// TEST_ISOLATED_WORKERD=1 goes back to a workerd per test file.
+const SHARED_WORKERD = process.env.TEST_ISOLATED_WORKERD !== '1';
 // The one D1 schema, handed to the workerd side so test/setup.ts can apply it in every test file.
 const schema = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 // The README and the docs pages with examples (JSON: [{ page, markdown }]), for the test that keeps
@@ -134,24 +135,20 @@ function workerdPool() {
 }
 
 /**
- * One workerd for many test files, each file meant to start from nothing: off unless
- * `TEST_SHARED_WORKERD=1`, because it is not yet reliable (below). Isolated (vitest's `isolate: true`, the default), the pool starts a new
- * Miniflare for every file, with its workerd process and the whole app sent again: about 1.1 s of
- * CPU a file (ten integration files: 41.8 s isolated, 30.4 s to 32.1 s shared), 190 s of the
- * suite's 550. Not isolated, the pool keeps one Miniflare per worker, but vitest also keeps every
- * module it evaluated, so the app's module-level memos (the BIN data version, the merchant cache,
- * the batch contexts) would carry one file's storage into the next. With the flag, the project runs
- * with `isolate: false` (the pool keeps its Miniflare) and this plugin tells vitest inside workerd
- * that it is isolated (its `start` message), so it evaluates every module afresh for each file;
- * test/setup.ts deletes every D1, KV, R2, cache and Durable Object (`reset()` from cloudflare:test)
- * and puts the global fetch back before it applies the schema.
- * What a file leaves behind must not reach the next one: test/setup.ts acknowledges unread the
- * queued messages of the files before (the queue broker is an object `reset()` leaves alone) and
- * awaits a file's queue batches in flight and its waitUntil work before the next file starts. What
- * still crosses (docs/development.md, "One workerd per worker"): search objects of the file before
- * were found holding its data after `reset()` (2 whole runs in 4 had security/search-card-leak fail
- * on them), an alarm of the file before that fires between the two prints an error, and
- * `listDurableObjectIds()` also lists the previous files' objects.
+ * One workerd for many test files, each file starting from nothing: the default
+ * (`TEST_ISOLATED_WORKERD=1` goes back to a workerd per file). Isolated (vitest's `isolate: true`),
+ * the pool starts a new Miniflare for every file, with its workerd process and the whole app sent
+ * again: about 1.1 s of CPU a file, 190 s of the suite's 550. Not isolated, the pool keeps one
+ * Miniflare per worker, but vitest also keeps every module it evaluated, so the app's module-level
+ * memos (the BIN data version, the merchant cache, the batch contexts) would carry one file's
+ * storage into the next. So the project runs with `isolate: false` (the pool keeps its Miniflare)
+ * and this plugin tells vitest inside workerd that it is isolated (its `start` message), so it
+ * evaluates every module afresh for each file. Storage: test/setup.ts and
+ * test/helpers/shared-runtime.ts empty every Durable Object a file used at its end, then wake D1,
+ * KV, R2 and the rate limiters and `reset()` before the next file (`reset()` alone misses the
+ * objects workerd evicted), put the global fetch back, acknowledge unread the messages the files
+ * before queued, and await a file's queue batches and waitUntil work before emptying its objects.
+ * `listDurableObjectIds()` still lists the previous files' objects, emptied.
  */
 function oneRuntimePerWorker(): Plugin {
   return {
