@@ -3,12 +3,13 @@
 import { env } from 'cloudflare:workers';
 import { afterAll } from 'vitest';
 import { applySchema, applyShippedSurchargeRules } from './helpers/schema';
-import { emptyRecordedObjects, keepPrebundledPackages, recordStubs, resetStorage } from './helpers/shared-runtime';
+import { emptyRecordedObjects, fetchModulesOnce, keepPrebundledPackages, recordStubs, resetStorage } from './helpers/shared-runtime';
 
 if (env.TEST_SHARED_WORKERD === '1') {
   // One workerd runs the workerd files one after another (vitest.config.ts): first delete whatever
   // the files before stored (test/helpers/shared-runtime.ts says why `reset()` alone is not enough),
   keepPrebundledPackages();
+  fetchModulesOnce();
   recordStubs();
   await resetStorage();
   // and put back the global fetch as workerd made it (test/helpers/webhooks.ts routes it to its receivers).

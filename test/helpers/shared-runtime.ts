@@ -149,3 +149,27 @@ export function keepPrebundledPackages(): void {
     });
   };
 }
+
+const NO_REFETCH = Symbol.for('binbatch.test.noModuleRefetch');
+
+interface RunnerModule {
+  meta?: object;
+}
+interface Runner {
+  [NO_REFETCH]?: true;
+  getModuleInformation(url: string, importer: string | undefined, cached: RunnerModule | undefined): Promise<RunnerModule>;
+}
+
+/**
+ * A module evaluated afresh for the next file is not fetched from Vite again: vitest's module
+ * runner keeps what it fetched (the transformed code) and asked Vite, over the pool's socket, once
+ * per module and per file, whether it had changed; during a run nothing changes, and the 300 round
+ * trips were part of a file's start. Without watch mode only (`vitest run`, as `npm test`).
+ */
+export function fetchModulesOnce(): void {
+  const runner = (globalThis as { __vitest_mocker__?: { moduleRunner?: Runner } }).__vitest_mocker__?.moduleRunner;
+  if (!runner || runner[NO_REFETCH]) return;
+  runner[NO_REFETCH] = true;
+  const fetch = runner.getModuleInformation.bind(runner);
+  runner.getModuleInformation = (url, importer, cached) => (cached?.meta ? Promise.resolve(cached) : fetch(url, importer, cached));
+}
