@@ -8,6 +8,10 @@ import { EXAMPLE_PAGES } from './scripts/readme-curls.mjs';
 // One workerd per vitest worker for the workerd project (see oneRuntimePerWorker);
 // TEST_ISOLATED_WORKERD=1 goes back to a workerd per test file.
 const SHARED_WORKERD = process.env.TEST_ISOLATED_WORKERD !== '1';
+// `vitest run` (as `npm test`): no file changes during the run, so test/setup.ts fetches each
+// module from Vite once per worker (test/helpers/shared-runtime.ts, fetchModulesOnce); in watch
+// mode an edited file must be fetched again.
+const RUN_ONCE = process.argv.includes('run') || process.argv.includes('--run');
 // The one D1 schema, handed to the workerd side so test/setup.ts can apply it in every test file.
 const schema = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 // The README and the docs pages with examples (JSON: [{ page, markdown }]), for the test that keeps
@@ -97,6 +101,7 @@ function workerdPool() {
       bindings: {
         TEST_SCHEMA: schema,
         TEST_SHARED_WORKERD: SHARED_WORKERD ? '1' : '0',
+        TEST_FETCH_MODULES_ONCE: RUN_ONCE ? '1' : '0',
         TEST_EXAMPLE_PAGES: examplePages,
         ADMIN_TOKEN: 'test-admin-token',
         // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.

@@ -164,9 +164,11 @@ interface Runner {
  * A module evaluated afresh for the next file is not fetched from Vite again: vitest's module
  * runner keeps what it fetched (the transformed code) and asked Vite, over the pool's socket, once
  * per module and per file, whether it had changed; during a run nothing changes, and the 300 round
- * trips were part of a file's start. Without watch mode only (`vitest run`, as `npm test`).
+ * trips were part of a file's start. Not in watch mode, where a file edited between two runs must
+ * be fetched again.
  */
 export function fetchModulesOnce(): void {
+  if (env.TEST_FETCH_MODULES_ONCE !== '1') return;
   const runner = (globalThis as { __vitest_mocker__?: { moduleRunner?: Runner } }).__vitest_mocker__?.moduleRunner;
   if (!runner || runner[NO_REFETCH]) return;
   runner[NO_REFETCH] = true;
