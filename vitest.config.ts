@@ -21,8 +21,9 @@ const examplePages = JSON.stringify(EXAMPLE_PAGES.map((page) => ({ page, markdow
 /**
  * The packages the Worker and the workerd tests import (`from 'zod'`, `from 'hono/factory'`, ...),
  * read from src/ and the workerd test folders. Vite pre-bundles each into one module (its
- * dependency optimizer): every test file starts a fresh workerd and imports the whole app again,
- * and zod, hono and fast-check are hundreds of small modules, each fetched from Vite one by one.
+ * dependency optimizer): each workerd imports the whole app (with TEST_ISOLATED_WORKERD=1, every
+ * test file starts one), and zod, hono and fast-check are hundreds of small modules, each fetched
+ * from Vite one by one.
  * Pre-bundled, a test file's imports take about half as long. Every import of a package must come
  * from the same bundle (two copies of zod or hono would break their `instanceof` checks), which is
  * why the list is read from the sources rather than written by hand.
@@ -64,8 +65,8 @@ function testWranglerConfig(): string {
 }
 
 /**
- * Every workerd test file starts a fresh workerd and receives the whole app again, module by module,
- * from Vite in Node. Each module came with its source map inlined (base64, with the original source
+ * A fresh workerd (one per worker; one per test file with TEST_ISOLATED_WORKERD=1) receives the
+ * whole app from Vite in Node, module by module. Each module came with its source map inlined (base64, with the original source
  * inside): about 8.4 MB a file, two thirds of it maps (zod's bundle alone is 0.6 MB of code and 1.7 MB
  * of map). Serialising, sending and parsing that was 0.3 to 0.4 s of CPU per file, 35 s over
  * the suite (measured on a shared 2-core machine). So the packages Vite pre-bundles, and src/, go without maps (3.4 MB a file); the
