@@ -6,10 +6,12 @@ import { applySchema, applyShippedSurchargeRules } from './helpers/schema';
 import { emptyRecordedObjects, fetchModulesOnce, keepPrebundledPackages, recordStubs, resetStorage } from './helpers/shared-runtime';
 
 if (env.TEST_SHARED_WORKERD === '1') {
-  // One workerd runs the workerd files one after another (vitest.config.ts): first delete whatever
-  // the files before stored (test/helpers/shared-runtime.ts says why `reset()` alone is not enough),
+  // One workerd runs the workerd files one after another (vitest.config.ts). What is kept from one
+  // file to the next: the pre-bundled packages, evaluated, and every module's code, fetched once.
   keepPrebundledPackages();
   fetchModulesOnce();
+  // First delete whatever the files before stored (test/helpers/shared-runtime.ts says why
+  // `reset()` alone is not enough),
   recordStubs();
   await resetStorage();
   // and put back the global fetch as workerd made it (test/helpers/webhooks.ts routes it to its receivers).
