@@ -2,10 +2,16 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineConfig, type Plugin } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { EXAMPLE_PAGES } from './scripts/readme-curls.mjs';
 
-// TEST_SHARED_WORKERD=1: one workerd per vitest worker for the workerd project (see oneRuntimePerWorker).
-const SHARED_WORKERD = process.env.TEST_SHARED_WORKERD === '1';
+// One workerd per vitest worker for the workerd project (see oneRuntimePerWorker);
+// TEST_ISOLATED_WORKERD=1 goes back to a workerd per test file.
+const SHARED_WORKERD = process.env.TEST_ISOLATED_WORKERD !== '1';
+// `vitest run` (as `npm test`): no file changes during the run, so test/setup.ts fetches each
+// module from Vite once per worker (test/helpers/shared-runtime.ts, fetchModulesOnce); in watch
+// mode an edited file must be fetched again.
+const RUN_ONCE = process.argv.includes('run') || process.argv.includes('--run');
 // The one D1 schema, handed to the workerd side so test/setup.ts can apply it in every test file.
 const schema = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 // The README and the docs pages with examples (JSON: [{ page, markdown }]), for the test that keeps
@@ -15,8 +21,9 @@ const examplePages = JSON.stringify(EXAMPLE_PAGES.map((page) => ({ page, markdow
 /**
  * The packages the Worker and the workerd tests import (`from 'zod'`, `from 'hono/factory'`, ...),
  * read from src/ and the workerd test folders. Vite pre-bundles each into one module (its
- * dependency optimizer): every test file starts a fresh workerd and imports the whole app again,
- * and zod, hono and fast-check are hundreds of small modules, each fetched from Vite one by one.
+ * dependency optimizer): each workerd imports the whole app (with TEST_ISOLATED_WORKERD=1, every
+ * test file starts one), and zod, hono and fast-check are hundreds of small modules, each fetched
+ * from Vite one by one.
  * Pre-bundled, a test file's imports take about half as long. Every import of a package must come
  * from the same bundle (two copies of zod or hono would break their `instanceof` checks), which is
  * why the list is read from the sources rather than written by hand.
@@ -58,8 +65,8 @@ function testWranglerConfig(): string {
 }
 
 /**
- * Every workerd test file starts a fresh workerd and receives the whole app again, module by module,
- * from Vite in Node. Each module came with its source map inlined (base64, with the original source
+ * A fresh workerd (one per worker; one per test file with TEST_ISOLATED_WORKERD=1) receives the
+ * whole app from Vite in Node, module by module. Each module came with its source map inlined (base64, with the original source
  * inside): about 8.4 MB a file, two thirds of it maps (zod's bundle alone is 0.6 MB of code and 1.7 MB
  * of map). Serialising, sending and parsing that was 0.3 to 0.4 s of CPU per file, 35 s over
  * the suite (measured on a shared 2-core machine). So the packages Vite pre-bundles, and src/, go without maps (3.4 MB a file); the
@@ -95,6 +102,7 @@ function workerdPool() {
       bindings: {
         TEST_SCHEMA: schema,
         TEST_SHARED_WORKERD: SHARED_WORKERD ? '1' : '0',
+        TEST_FETCH_MODULES_ONCE: RUN_ONCE ? '1' : '0',
         TEST_EXAMPLE_PAGES: examplePages,
         ADMIN_TOKEN: 'test-admin-token',
         // A fixed 32-byte AES key (base64) so tests are reproducible; never used outside tests.
@@ -134,24 +142,20 @@ function workerdPool() {
 }
 
 /**
- * One workerd for many test files, each file meant to start from nothing: off unless
- * `TEST_SHARED_WORKERD=1`, because it is not yet reliable (below). Isolated (vitest's `isolate: true`, the default), the pool starts a new
- * Miniflare for every file, with its workerd process and the whole app sent again: about 1.1 s of
- * CPU a file (ten integration files: 41.8 s isolated, 30.4 s to 32.1 s shared), 190 s of the
- * suite's 550. Not isolated, the pool keeps one Miniflare per worker, but vitest also keeps every
- * module it evaluated, so the app's module-level memos (the BIN data version, the merchant cache,
- * the batch contexts) would carry one file's storage into the next. With the flag, the project runs
- * with `isolate: false` (the pool keeps its Miniflare) and this plugin tells vitest inside workerd
- * that it is isolated (its `start` message), so it evaluates every module afresh for each file;
- * test/setup.ts deletes every D1, KV, R2, cache and Durable Object (`reset()` from cloudflare:test)
- * and puts the global fetch back before it applies the schema.
- * What a file leaves behind must not reach the next one: test/setup.ts acknowledges unread the
- * queued messages of the files before (the queue broker is an object `reset()` leaves alone) and
- * awaits a file's queue batches in flight and its waitUntil work before the next file starts. What
- * still crosses (docs/development.md, "One workerd per worker"): search objects of the file before
- * were found holding its data after `reset()` (2 whole runs in 4 had security/search-card-leak fail
- * on them), an alarm of the file before that fires between the two prints an error, and
- * `listDurableObjectIds()` also lists the previous files' objects.
+ * One workerd for many test files, each file starting from nothing: the default
+ * (`TEST_ISOLATED_WORKERD=1` goes back to a workerd per file). Isolated (vitest's `isolate: true`),
+ * the pool starts a new Miniflare for every file, with its workerd process and the whole app sent
+ * again: about 1.1 s of CPU a file, 190 s of the suite's 550. Not isolated, the pool keeps one
+ * Miniflare per worker, but vitest also keeps every module it evaluated, so the app's module-level
+ * memos (the BIN data version, the merchant cache, the batch contexts) would carry one file's
+ * storage into the next. So the project runs with `isolate: false` (the pool keeps its Miniflare)
+ * and this plugin tells vitest inside workerd that it is isolated (its `start` message), so it
+ * evaluates every module afresh for each file. Storage: test/setup.ts and
+ * test/helpers/shared-runtime.ts empty every Durable Object a file used at its end, then wake D1,
+ * KV, R2 and the rate limiters and `reset()` before the next file (`reset()` alone misses the
+ * objects workerd evicted), put the global fetch back, acknowledge unread the messages the files
+ * before queued, and await a file's queue batches and waitUntil work before emptying its objects.
+ * `listDurableObjectIds()` still lists the previous files' objects, emptied.
  */
 function oneRuntimePerWorker(): Plugin {
   return {
@@ -171,6 +175,40 @@ function oneRuntimePerWorker(): Plugin {
       };
     },
   };
+}
+
+/**
+ * The files that take longest, slowest first (vitest's per-file durations, 2026-11-27). vitest
+ * starts the files it has timed before longest first, and the others largest first; a clean clone
+ * has timed none, so a long file could start last and run alone while the other workers sit idle.
+ * These start first, whatever the cache holds; every other file keeps vitest's order.
+ */
+// The two that start `npm run dev` are apart: they take turns starting it (test/node/ports.ts).
+const SLOW_FILES = [
+  'test/node/dev-signals.test.ts',
+  'test/integration/settlement-races.test.ts',
+  'test/integration/transaction-export.test.ts',
+  'test/node/third-party-client.test.ts',
+  'test/security/idempotency-uuids.test.ts',
+  'test/node/card-number-ids.test.ts',
+  'test/integration/capacity.test.ts',
+  'test/security/fuzz-json.test.ts',
+  'test/security/fuzz-csv.test.ts',
+  'test/security/access.test.ts',
+  'test/integration/ledger-shard-limits.test.ts',
+  'test/security/headers.test.ts',
+  'test/integration/fluidpay-sdk.test.ts',
+];
+
+class SlowFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (file: TestSpecification) => {
+      const at = SLOW_FILES.findIndex((slow) => file.moduleId.endsWith(`/${slow}`));
+      return at < 0 ? SLOW_FILES.length : at;
+    };
+    return sorted.map((file, index) => ({ file, index })).sort((a, b) => rank(a.file) - rank(b.file) || a.index - b.index).map(({ file }) => file);
+  }
 }
 
 /** What both workerd projects share: the packages pre-bundled, the document and the schema set up. */
@@ -218,10 +256,13 @@ export default defineConfig({
         test: { name: 'node', environment: 'node', include: ['test/node/**/*.test.ts'], testTimeout: 30_000 },
       },
     ],
-    // Two test files at a time (vitest's default is one fewer than the cores: 1 on a 2-core machine).
-    // A file spends much of its time waiting rather than computing: its workerd starting, queue
-    // batches, alarms, `npm run dev` starting; a second file runs meanwhile.
-    maxWorkers: 2,
+    // Three test files at a time on a 2-core machine (vitest's default is one fewer than the cores).
+    // A file spends much of its time waiting rather than computing: queue batches, alarms,
+    // `npm run dev` starting (a child process); the others run meanwhile. Measured on the loaded
+    // 2-core machine, the whole suite: 2 at a time 6 min 15 s (437 s of CPU, load 3.6 to 3.8),
+    // 3 at a time 5 min 48 s (425 s of CPU, load 4 to 6).
+    maxWorkers: 3,
+    sequence: { sequencer: SlowFilesFirst },
     // The request log writes a line per request; tests read it through console spies where it matters.
     onConsoleLog: (log) => !log.includes('"event":"request"'),
   },

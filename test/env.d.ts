@@ -2,8 +2,10 @@
 declare namespace Cloudflare {
   interface Env {
     TEST_SCHEMA?: string;
-    /** '1' when the workerd project shares one workerd per vitest worker (TEST_SHARED_WORKERD=1, vitest.config.ts). */
+    /** '1' when the workerd project shares one workerd per vitest worker (the default; '0' with TEST_ISOLATED_WORKERD=1, vitest.config.ts). */
     TEST_SHARED_WORKERD?: string;
+    /** '1' under `vitest run`: each module is fetched from Vite once per worker (vitest.config.ts). */
+    TEST_FETCH_MODULES_ONCE?: string;
     /** JSON of [{ page, markdown }]: the README and the docs pages with examples (scripts/readme-curls.mjs). */
     TEST_EXAMPLE_PAGES?: string;
   }

@@ -40,7 +40,7 @@ describe('card data in the search index', () => {
     const findings = [];
     let units = 0;
     for (const id of await listDurableObjectIds(env.SEARCH_DAY)) {
-      // An object without the table holds no units: with TEST_SHARED_WORKERD=1 the list also
+      // An object without the table holds no units: with one workerd per worker (the default) the list also
       // names the objects of the files before, emptied (vitest.config.ts).
       const texts = await runInDurableObject(env.SEARCH_DAY.get(id), (_instance, state) =>
         state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'units'").toArray().length === 0
