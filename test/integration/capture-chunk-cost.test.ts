@@ -9,6 +9,7 @@ import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
+import { watchObjectSql } from '../helpers/sql-watch';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
 import { operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
@@ -35,24 +36,8 @@ beforeAll(async () => {
 
 /** The statements the shard object runs while `work` runs (its `sql.exec` wrapped). */
 async function statementsDuring(name: string, work: () => Promise<unknown>): Promise<string[]> {
-  const stub = env.LEDGER_SHARD.getByName(name);
   const queries: string[] = [];
-  const restore = await runInDurableObject(stub, (_instance, state) => {
-    const sql = state.storage.sql;
-    const exec = sql.exec.bind(sql);
-    sql.exec = ((query: string, ...bindings: unknown[]) => {
-      queries.push(query);
-      return exec(query, ...bindings);
-    }) as typeof sql.exec;
-    return () => {
-      sql.exec = exec;
-    };
-  });
-  try {
-    await work();
-  } finally {
-    await runInDurableObject(stub, () => restore());
-  }
+  await watchObjectSql(env.LEDGER_SHARD.getByName(name), ({ query }) => queries.push(query), work);
   return queries;
 }
 

@@ -9,6 +9,7 @@ import { listDurableObjectIds, runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { apiShardName } from '../helpers/ledger';
+import { rowsReadOf, watchObjectSql, type WatchedStatement } from '../helpers/sql-watch';
 import { getTransaction } from '../../src/services/transactions/engine';
 import { apiTransactionId, batchTransactionId, utcDay } from '../../src/services/transactions/ledger';
 import { settle } from '../../src/services/transactions/lifecycle-rules';
@@ -117,26 +118,9 @@ describe('a zero-amount authorization, an account check (item 4)', () => {
  * counted by wrapping the object's `sql.exec`: a measure of cost that does not depend on the machine.
  */
 async function rowsReadBy(name: string, work: () => Promise<unknown>): Promise<number> {
-  const stub = env.LEDGER_SHARD.getByName(name);
-  const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-  const restore = await runInDurableObject(stub, (_instance, state) => {
-    const sql = state.storage.sql;
-    const exec = sql.exec.bind(sql);
-    sql.exec = ((query: string, ...bindings: unknown[]) => {
-      const cursor = exec(query, ...bindings);
-      cursors.push(cursor);
-      return cursor;
-    }) as typeof sql.exec;
-    return () => {
-      sql.exec = exec;
-    };
-  });
-  try {
-    await work();
-  } finally {
-    await runInDurableObject(stub, () => restore());
-  }
-  return cursors.reduce((n, cursor) => n + cursor.rowsRead, 0);
+  const statements: WatchedStatement[] = [];
+  await watchObjectSql(env.LEDGER_SHARD.getByName(name), (statement) => statements.push(statement), work);
+  return rowsReadOf(statements);
 }
 
 /** Makes the transaction look as if it had had `n` operations, all refunds answered (a declined refund's row, copied). */

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { sandboxAcquirerName, SandboxProcessor } from '../../src/services/transactions/processors/sandbox';
 import { createChargeTable, recordCharges, findCharges, type SandboxChargeEntry } from '../../src/storage/sandbox-calls';
 import { meterInvocation } from '../helpers/invocation-meter';
+import { rowsReadOf, rowsWrittenOf, watchSql, type WatchedStatement } from '../helpers/sql-watch';
 
 const DAY = '2026-12-03';
 const NOW = `${DAY}T12:00:00.000Z`;
@@ -42,18 +43,13 @@ function acquirer(processorId: string) {
 
 /** Rows SQLite read for the statements `run` makes on the object's storage. */
 function rowsReadDuring<T>(sql: SqlStorage, run: () => T): { answer: T; rowsRead: number } {
-  const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-  const exec = sql.exec.bind(sql);
-  (sql as { exec: SqlStorage['exec'] }).exec = ((query: string, ...bindings: unknown[]) => {
-    const cursor = exec(query, ...bindings);
-    cursors.push(cursor);
-    return cursor;
-  }) as SqlStorage['exec'];
+  const statements: WatchedStatement[] = [];
+  const unwatch = watchSql(sql, (statement) => statements.push(statement));
   try {
     const answer = run();
-    return { answer, rowsRead: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0) };
+    return { answer, rowsRead: rowsReadOf(statements) };
   } finally {
-    (sql as { exec: SqlStorage['exec'] }).exec = exec;
+    unwatch();
   }
 }
 
@@ -131,24 +127,19 @@ describe('one merchant\'s day in one acquirer object', () => {
       const packed = [['9', old.type, old.amount, old.paymentType, Object.values(JSON.parse(old.result) as Record<string, unknown>)]];
       sql.exec("INSERT INTO charges (block, seq, at, kind, entries) VALUES (?, 1, ?, 'charge', ?)", 'txn_00009x:capture:bat_opblocks:#0', `${DAY}T11:00:00.000Z`, JSON.stringify(packed));
       const before = sql.databaseSize;
-      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-      const exec = sql.exec.bind(sql);
-      (sql as { exec: SqlStorage['exec'] }).exec = ((query: string, ...bindings: unknown[]) => {
-        const cursor = exec(query, ...bindings);
-        cursors.push(cursor);
-        return cursor;
-      }) as SqlStorage['exec'];
+      const statements: WatchedStatement[] = [];
+      const unwatch = watchSql(sql, (statement) => statements.push(statement));
       let answers: Map<string, string>;
       try {
         answers = recordCharges(sql, NOW, captures(2, (result) => result.replace('approved', 'declined')));
       } finally {
-        (sql as { exec: SqlStorage['exec'] }).exec = exec;
+        unwatch();
       }
       // The key charged before answers its first answer; the others their own.
       expect(answers.get('txn_00009x:capture:bat_opblocks:9')).toContain('approved');
       expect(answers.get('txn_00010x:capture:bat_opblocks:10')).toContain('declined');
       // Lines 2-501 are two blocks of 500: two rows written, where a block per transaction wrote 500.
-      expect(cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0)).toBeLessThanOrEqual(4);
+      expect(rowsWrittenOf(statements)).toBeLessThanOrEqual(4);
       expect(sql.databaseSize - before).toBeLessThan(500 * 200);
       // Found again, by a charge and by a lookup.
       expect(recordCharges(sql, NOW, captures(2, (result) => result.replace('approved', 'declined'))).get('txn_00009x:capture:bat_opblocks:9')).toContain('approved');
