@@ -13,6 +13,7 @@ import {
   deleteOperation,
   findOperations,
   operationCountsOf,
+  operationTargets,
   writeOperationCounts,
   MAX_OPERATIONS_PER_TRANSACTION,
   readMeta,
@@ -136,15 +137,16 @@ export async function completeOperations(
   upgradeShardTables(shard.sql);
   const sql = shard.sql;
   const keys = completions.map((completion) => completion.key);
-  const claims = new OperationStep(sql, identity.merchantId, { keys, ids: [], found: [], claims: false });
+  // What each claim acts on (its row is read whole again in the step below, after the awaits).
+  const claims = operationTargets(sql, keys);
   const wants: { id: string; query: OperationCompletion['query'] }[] = [];
   let money: string | null = null;
   for (const completion of completions) {
-    const claimed = claims.operation(completion.key);
+    const claimed = claims.get(completion.key);
     if (!claimed) throw new Error('no such operation was claimed');
     // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
     // merchant's settlement index first, so no run can miss it.
-    if (claimed.answer === null && completion.result.response === 'approved' && claimed.kind !== 'void') money ??= completion.now;
+    if (claimed.open && completion.result.response === 'approved' && claimed.kind !== 'void') money ??= completion.now;
     wants.push({ id: claimed.transactionId, query: completion.query });
   }
   if (money !== null) await indexed(money);

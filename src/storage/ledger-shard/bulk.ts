@@ -10,7 +10,7 @@ import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
 import { utf8Bytes, type PageRow } from './pages';
 import { hasTables } from './schema';
 import { readStates, stateRowValues, type StateRow } from './states';
-import { operationFromSql, type OperationRow, type OperationSql } from './operations';
+import { operationFromSql, type OperationKind, type OperationRow, type OperationSql } from './operations';
 import { encodeStored, storedHex } from './record-codec';
 
 /** The JSON one bound parameter carries at most. */
@@ -52,6 +52,21 @@ export function findOperations(sql: SqlStorage, keys: readonly string[]): Map<st
     for (const [key, transactionId, kind, requestHash, amount, refundId, createdAt, answer] of rows) {
       const row = { key, transaction_id: transactionId, kind, request_hash: requestHash, amount, refund_id: refundId, created_at: createdAt, answer } as OperationSql;
       found.set(row.key, operationFromSql(row));
+    }
+  }
+  return found;
+}
+
+/**
+ * What the operations under `keys` act on, and whether each is still unanswered, by key: the few
+ * columns an answer call decides its reads by before its synchronous step (which reads the whole
+ * rows again), without reading or decoding any answer.
+ */
+export function operationTargets(sql: SqlStorage, keys: readonly string[]): Map<string, { transactionId: string; kind: OperationKind; open: boolean }> {
+  const found = new Map<string, { transactionId: string; kind: OperationKind; open: boolean }>();
+  for (const array of jsonArrays([...new Set(keys)])) {
+    for (const [key, transactionId, kind, open] of sql.exec('SELECT key, transaction_id, kind, answer IS NULL FROM operations WHERE key IN (SELECT value FROM json_each(?))', array).raw()) {
+      found.set(String(key), { transactionId: String(transactionId), kind: kind as OperationKind, open: open === 1 });
     }
   }
   return found;
@@ -161,43 +176,14 @@ export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string
 }
 
 /**
- * Answers kept under their keys: each claimed row written again with
- * its answer, an upsert found by the primary key (an UPDATE joined to the list would scan the
- * table). The answers travel as one JSON object by key, so each answer (about 2 KB) is read out of
- * the parameter once, not parsed again per column.
+ * Answers kept under their keys: each claimed row updated with its answer, found by its primary
+ * key, one statement a row with the answer bound as it is stored (record-codec.ts). Measured in
+ * workerd against one upsert joined to a JSON object of hex answers for the whole group: about 30%
+ * less CPU (no hex, no JSON for SQLite to parse), the runtime's cost per statement being small next
+ * to the row's own write.
  */
 export function answerOperations(sql: SqlStorage, answered: readonly OperationRow[]): void {
-  // Each answer compressed (record-codec.ts), as hex in the parameter, unhexed as it is written.
-  const byKey = new Map(answered.map((op) => [op.key, op.answer === null ? null : storedHex(encodeStored(op.answer))]));
-  for (const object of jsonObjects([...byKey])) {
-    sql.exec(
-      `INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer)
-       SELECT o.key, o.transaction_id, o.kind, o.request_hash, o.amount, o.refund_id, o.created_at, unhex(given.value)
-       FROM json_each(?) AS given CROSS JOIN operations AS o ON o.key = given.key WHERE true
-       ON CONFLICT (key) DO UPDATE SET answer = excluded.answer`,
-      object,
-    );
-  }
-}
-
-/** `entries` as JSON objects (key → value) of at most JSON_PARAMETER_BYTES each, as jsonArrays cuts arrays. */
-export function jsonObjects(entries: readonly (readonly [string, unknown])[]): string[] {
-  const objects: string[] = [];
-  let parts: string[] = [];
-  let size = 2;
-  for (const [key, value] of entries) {
-    const text = `${JSON.stringify(key)}:${JSON.stringify(value)}`;
-    const bytes = utf8Bytes(text) + 1;
-    if (parts.length > 0 && size + bytes > JSON_PARAMETER_BYTES) {
-      objects.push(`{${parts.join(',')}}`);
-      parts = [];
-      size = 2;
-    }
-    parts.push(text);
-    size += bytes;
-  }
-  if (parts.length > 0) objects.push(`{${parts.join(',')}}`);
-  return objects;
+  for (const op of answered) sql.exec('UPDATE operations SET answer = ? WHERE key = ?', op.answer === null ? null : encodeStored(op.answer), op.key);
 }
 
 /** States written as writeState writes one (one per transaction: the last given wins), each with its time. */

@@ -26,24 +26,42 @@ const ALWAYS_KEPT = ['response', 'service_fee'];
 
 /**
  * What to store for `answer` (JSON), given the transaction's page record (null: not known, kept
- * whole). `made`: the object `answer` was stringified from, when the caller has it (saves parsing
- * it again; whatever it holds, the check below keeps the stored form exact).
+ * whole). `made`: the object `answer` is `JSON.stringify` of, when the caller has it (saves parsing
+ * it again, and lets the exactness check below be shown rather than made).
  */
 export function answerToStore(answer: string, base: TransactionRecord | null, made?: { status: number; record?: Record<string, unknown> }): string {
   if (base === null) return answer;
   const parsed = made ?? (JSON.parse(answer) as { status: number; record?: Record<string, unknown> });
-  if (!parsed.record) return answer;
+  const record = parsed.record;
+  if (!record) return answer;
   const baseFields = base as unknown as Record<string, unknown>;
+  const baseKeys = Object.keys(baseFields);
+  const keys = Object.keys(record);
   const changed: Record<string, unknown> = {};
-  for (const field in parsed.record) {
-    if (!Object.hasOwn(parsed.record, field)) continue;
-    const value = parsed.record[field];
-    if (ALWAYS_KEPT.includes(field) || !(field in baseFields) || !sameValue(value, baseFields[field])) changed[field] = value;
+  // Whether the answered record's fields come in the page record's order, its own after them.
+  let inBaseOrder = keys.length >= baseKeys.length;
+  for (let i = 0; i < keys.length; i += 1) {
+    const field = keys[i] as string;
+    if (inBaseOrder && i < baseKeys.length && baseKeys[i] !== field) inBaseOrder = false;
+    const value = record[field];
+    if (ALWAYS_KEPT.includes(field) || !Object.hasOwn(baseFields, field) || !sameValue(value, baseFields[field])) changed[field] = value;
   }
-  const dropped = Object.keys(baseFields).filter((field) => !(field in parsed.record!));
+  const dropped = inBaseOrder ? [] : baseKeys.filter((field) => !Object.hasOwn(record, field));
   const compact: CompactAnswer = dropped.length > 0 ? { status: parsed.status, changed, dropped } : { status: parsed.status, changed };
   const stored = JSON.stringify(compact);
-  return stored.length < answer.length && rebuild(compact, base) === answer ? stored : answer;
+  if (stored.length >= answer.length) return answer;
+  // The rebuild is `{ status, record: { ...base, ...changed } }`: its fields in the page record's
+  // order, then the rest in the answer's order, each equal to the answer's (sameValue). So when the
+  // answer is `made` stringified, `{ status, record }` with its fields in that order, the rebuild is
+  // the answer byte for byte and need not be made to be compared; otherwise it is made and compared.
+  const exact = made !== undefined && inBaseOrder && isStatusAndRecord(made);
+  return exact || rebuild(compact, base) === answer ? stored : answer;
+}
+
+/** Whether `made` has exactly the keys `status` then `record` (as the rebuild writes them). */
+function isStatusAndRecord(made: object): boolean {
+  const keys = Object.keys(made);
+  return keys.length === 2 && keys[0] === 'status' && keys[1] === 'record';
 }
 
 /** The answer (JSON) a stored one stands for: itself when kept whole, else rebuilt over the page record. */
