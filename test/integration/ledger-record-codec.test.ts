@@ -11,7 +11,7 @@ import { admin, call, createMerchant, type Envelope } from '../helpers/api';
 import { apiShardName, objectRowsAsText } from '../helpers/ledger';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { deflateSync, strToU8 } from 'fflate';
-import { decodeStored, encodeStored } from '../../src/storage/ledger-shard/record-codec';
+import { decodeStored, encodeStored, UNSETTLED_TEXT_MAX_BYTES } from '../../src/storage/ledger-shard/record-codec';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 const VISA = '4111111111111111';
@@ -85,6 +85,31 @@ describe('ledger shard records stored compressed', () => {
     const again = await voidIt();
     expect(again.status).toBe(200);
     expect((await again.json<Envelope<TxRecord>>()).data).toEqual(answered);
+  });
+
+  it("a capture's state awaits settlement as its JSON text, in its cell; the settlement run rewrites it deflated; both read the same", async () => {
+    const shop = await createMerchant({ name: 'Codec Settle Shop' });
+    const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: { transaction_type: 'authorize', cc_number: VISA, cc_expiration: '12/30', amount: 1200, order_id: 'codec3' } });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const id = String((await made.json<Envelope<TxRecord>>()).data.id);
+    expect((await call('POST', `/api/transaction/${id}/capture`, { key: shop.secretKey, headers: { 'Idempotency-Key': 'codec-capture-3' } })).status).toBe(200);
+    const shard = env.LEDGER_SHARD.getByName(apiShardName(shop.id, utcDay(new Date())));
+    const stateOf = () =>
+      runInDurableObject(shard, (_instance, state) => state.storage.sql.exec<{ t: string; n: number; unsettled: number }>('SELECT typeof(record) AS t, length(CAST(record AS BLOB)) AS n, unsettled FROM states WHERE id = ?', id).one());
+    const read = async () => (await (await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).json<Envelope<TxRecord>>()).data;
+
+    // Awaiting settlement: text, no zlib call, under the ~1 KB a WITHOUT ROWID row keeps in its cell.
+    const captured = await stateOf();
+    expect(captured).toMatchObject({ t: 'text', unsettled: 1 });
+    expect(captured.n).toBeLessThanOrEqual(UNSETTLED_TEXT_MAX_BYTES);
+    expect(await read()).toMatchObject({ id, status: 'pending_settlement', amount_captured: 1200 });
+
+    // Settled: kept 548 days, so deflated.
+    expect((await admin('POST', `/admin/merchants/${shop.id}/settle`)).status).toBe(200);
+    const settled = await stateOf();
+    expect(settled).toMatchObject({ t: 'blob', unsettled: 0 });
+    expect(settled.n).toBeLessThan(captured.n);
+    expect(await read()).toMatchObject({ id, status: 'settled', amount_captured: 1200, amount_settled: 1200 });
   });
 
   it("a replay answers the first answer exactly after the transaction moved on, though only what differs from its page record is kept", async () => {

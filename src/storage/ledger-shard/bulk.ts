@@ -190,15 +190,19 @@ export function answerOperations(sql: SqlStorage, answered: readonly OperationRo
 export function writeStates(sql: SqlStorage, states: readonly { state: StateRow; updatedAt: string }[]): void {
   const last = new Map<string, unknown[]>();
   for (const { state, updatedAt } of states) {
-    // The compressed record travels as hex inside the JSON parameter, unhexed as it is written.
+    // A compressed record travels as hex inside the JSON parameter, unhexed as it is written (the
+    // ninth value says so); one kept as text (encodeState) travels as the string it is.
     const values: unknown[] = stateRowValues(state, updatedAt);
-    values[2] = storedHex(values[2] as ArrayBuffer);
+    const record = values[2] as string | ArrayBuffer;
+    if (typeof record !== 'string') values[2] = storedHex(record);
+    values.push(typeof record === 'string' ? 0 : 1);
     last.set(String(state.stored.record.id), values);
   }
   for (const array of jsonArrays([...last.values()])) {
     sql.exec(
       `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), unhex(json_extract(value, '$[2]')), json_extract(value, '$[3]'),
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+         CASE json_extract(value, '$[8]') WHEN 1 THEN unhex(json_extract(value, '$[2]')) ELSE json_extract(value, '$[2]') END, json_extract(value, '$[3]'),
          json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') FROM json_each(?) WHERE true
        ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
          captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,

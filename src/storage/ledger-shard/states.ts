@@ -1,7 +1,7 @@
 /** A ledger shard's `states` table (storage/ledger-shard/schema.ts): transactions changed since processed, and refunds. */
 import { hasTables, schemaVersion } from './schema';
 import { packRecord, unpackRecord, type PackedRecord, type StoredTransaction } from './records';
-import { decodeStored, encodeStored } from './record-codec';
+import { decodeStored, encodeState } from './record-codec';
 
 /** A transaction's current record once changed after processing (or a refund, whose only record this is). */
 export interface StateRow {
@@ -46,12 +46,12 @@ export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string):
   );
 }
 
-/** A state row's column values, in the `states` table's order (one write here, many in bulk.ts); the record compressed. */
-export function stateRowValues(state: StateRow, updatedAt: string): [string, number, ArrayBuffer, number, number, string | null, string | null, string] {
+/** A state row's column values, in the `states` table's order (one write here, many in bulk.ts); the record as encodeState stores it. */
+export function stateRowValues(state: StateRow, updatedAt: string): [string, number, string | ArrayBuffer, number, number, string | null, string | null, string] {
   return [
     String(state.stored.record.id),
     state.original ? 1 : 0,
-    encodeStored(JSON.stringify(packRecord(state.stored))),
+    encodeState(JSON.stringify(packRecord(state.stored)), state.unsettled),
     state.amountRefunded,
     state.unsettled ? 1 : 0,
     state.capturedAt,
