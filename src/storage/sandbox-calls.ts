@@ -85,13 +85,13 @@ function prefixBlockOf(key: string): string {
 }
 
 /**
- * The blocks an earlier charge of `key` may be in: its block, and for an operation's key the block
- * its prefix named before operation blocks existed (a chunk sent again across a release finds its
- * first answers there, so the processor is still asked once).
+ * The blocks an earlier charge of `key` may be in: its block, and for an operation's key in an
+ * object made before operation blocks (`prefixBlocks`), the block its prefix named then (a chunk
+ * sent again across that release finds its first answers there, so the processor is still asked once).
  */
-function blocksToRead(key: string): string[] {
+function blocksToRead(key: string, prefixBlocks: boolean): string[] {
   const block = blockOf(key);
-  return block.startsWith(OPERATION_BLOCK) ? [block, prefixBlockOf(key)] : [block];
+  return prefixBlocks && block.startsWith(OPERATION_BLOCK) ? [block, prefixBlockOf(key)] : [block];
 }
 
 /**
@@ -117,8 +117,37 @@ export function hasChargeTable(sql: SqlStorage): boolean {
   return tableExists(sql, 'charges');
 }
 
+/**
+ * A table whose presence says the object's `charges` were made with operation blocks from its first
+ * row: no operation key is in a block its prefix named, so none is looked for there. Every object
+ * made since has it; one made before (its day passed within SANDBOX_MEMORY_DAYS) still reads those
+ * blocks. Why it matters: a chunk of 500 captures named 500 such blocks (a block per transaction),
+ * each a descent through a B-tree of rows of up to 250 KB that found nothing; at 500,000 captures
+ * in a day that was a quarter of a capture file's CPU (docs/performance.md).
+ */
+const OPERATION_BLOCKS_ONLY = 'operation_blocks_only';
+
 export function createChargeTable(sql: SqlStorage): void {
   sql.exec(SCHEMA);
+  sql.exec(`CREATE TABLE IF NOT EXISTS ${OPERATION_BLOCKS_ONLY} (version INTEGER)`);
+}
+
+/** What readsPrefixBlocks found for an object's storage: an object keeps it until it empties itself. */
+const prefixBlocksOf = new WeakMap<SqlStorage, boolean>();
+
+/**
+ * Whether an operation key may also be in the block its prefix named (an object made before
+ * operation blocks). Read once per object: the answer only changes when the object empties itself
+ * (its tables dropped), and its next charge makes them again with the mark, so an answer kept from
+ * before can only make it read a block it need not.
+ */
+function readsPrefixBlocks(sql: SqlStorage): boolean {
+  let reads = prefixBlocksOf.get(sql);
+  if (reads === undefined) {
+    reads = !tableExists(sql, OPERATION_BLOCKS_ONLY);
+    prefixBlocksOf.set(sql, reads);
+  }
+  return reads;
 }
 
 function tableExists(sql: SqlStorage, name: string): boolean {
@@ -212,7 +241,7 @@ export function recordCharges(
 ): Map<string, string> {
   const answers = new Map(earlier);
   const blocks = byBlock(entries, (entry) => entry.idempotencyKey);
-  firstAnswers(sql, readMap(entries.map((entry) => entry.idempotencyKey)), answers);
+  firstAnswers(sql, readMap(entries.map((entry) => entry.idempotencyKey), readsPrefixBlocks(sql)), answers);
   insertRows(sql, at, 'charge', [...blocks].map(([block, group]) => [block, JSON.stringify(group.map((entry) => pack(blockPrefix(block), entry)))]));
   for (const entry of entries) if (!answers.has(entry.idempotencyKey)) answers.set(entry.idempotencyKey, entry.result);
   return answers;
@@ -221,15 +250,15 @@ export function recordCharges(
 /** The first answer of each key that was charged (absent: never charged). Reads only the keys' blocks. */
 export function findCharges(sql: SqlStorage, keys: readonly string[]): Map<string, string> {
   const found = new Map<string, string>();
-  firstAnswers(sql, readMap(keys), found);
+  firstAnswers(sql, readMap(keys, readsPrefixBlocks(sql)), found);
   return found;
 }
 
 /** The blocks to read for `keys`, each with the keys it may hold (blocksToRead). */
-function readMap(keys: readonly string[]): Map<string, Set<string>> {
+function readMap(keys: readonly string[], prefixBlocks: boolean): Map<string, Set<string>> {
   const blocks = new Map<string, Set<string>>();
   for (const key of keys) {
-    for (const block of blocksToRead(key)) {
+    for (const block of blocksToRead(key, prefixBlocks)) {
       const group = blocks.get(block);
       if (group) group.add(key);
       else blocks.set(block, new Set([key]));

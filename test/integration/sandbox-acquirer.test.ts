@@ -114,14 +114,40 @@ describe('one merchant\'s day in one acquirer object', () => {
     });
   });
 
+  it("a chunk of captures in an object made with operation blocks reads its one or two blocks, not a block per transaction's prefix", async () => {
+    const stub = acquirer('sandbox_operation_blocks_only');
+    const captures = (firstLine: number) =>
+      chunk('bat_oponly', firstLine).map((entry, i) => ({ ...entry, idempotencyKey: `txn_${String(firstLine + i).padStart(5, '0')}x:capture:${entry.idempotencyKey}`, type: 'capture' }));
+    // Made as the service makes it: a charge creates the object's tables.
+    expect('answers' in (await stub.charge(DAY, captures(2), NOW, NOW))).toBe(true);
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const statements: WatchedStatement[] = [];
+      const unwatch = watchSql(sql, (statement) => statements.push(statement));
+      try {
+        // Lines 502-1001, sent once; then lines 2-501 sent again: their first answers.
+        expect(recordCharges(sql, NOW, captures(502)).size).toBe(500);
+        const again = recordCharges(sql, NOW, captures(2).map((entry) => ({ ...entry, result: entry.result.replace('approved', 'declined') })));
+        expect(again.get('txn_00009x:capture:bat_oponly:9')).toContain('approved');
+      } finally {
+        unwatch();
+      }
+      // Each call names the blocks it reads in one JSON array: two blocks, where it named 502.
+      const named = statements.filter((statement) => /FROM json_each\(\?\) AS named/.test(statement.query)).map((statement) => (JSON.parse(String(statement.bindings[0])) as string[]).length);
+      expect(named).toEqual([2, 2]);
+    });
+  });
+
   it("a chunk of captures writes a row or two, not one per transaction, and a key charged in its transaction's own block before still answers first", async () => {
     const stub = acquirer('sandbox_operation_blocks');
     const captures = (firstLine: number, answer: (result: string) => string = (result) => result) =>
       chunk('bat_opblocks', firstLine).map((entry, i) => ({ ...entry, idempotencyKey: `txn_${String(firstLine + i).padStart(5, '0')}x:capture:${entry.idempotencyKey}`, type: 'capture', result: answer(entry.result) }));
     await runInDurableObject(stub, (_instance, state) => {
       const sql = state.storage.sql;
+      // An object made before operation blocks (it lacks the table that says it was made with them),
       createChargeTable(sql);
-      // Charged before this release: a row in the block the key's own prefix named.
+      sql.exec('DROP TABLE operation_blocks_only');
+      // charged then: a row in the block the key's own prefix named.
       const old = captures(2)[7];
       if (!old) throw new Error('no entry');
       const packed = [['9', old.type, old.amount, old.paymentType, Object.values(JSON.parse(old.result) as Record<string, unknown>)]];
