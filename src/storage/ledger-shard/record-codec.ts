@@ -25,6 +25,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { utf8Bytes } from './pages';
 
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
@@ -65,7 +66,7 @@ export const UNSETTLED_TEXT_MAX_BYTES = 800;
  * cell. A record at rest (settled, voided, refunded, declined) is always deflated: it is kept 548 days.
  */
 export function encodeState(json: string, unsettled: boolean): string | ArrayBuffer {
-  const text = unsettled && json.length <= UNSETTLED_TEXT_MAX_BYTES && Buffer.byteLength(json, 'utf8') <= UNSETTLED_TEXT_MAX_BYTES;
+  const text = unsettled && json.length <= UNSETTLED_TEXT_MAX_BYTES && utf8Bytes(json) <= UNSETTLED_TEXT_MAX_BYTES;
   return text ? json : encodeStored(json);
 }
 
