@@ -12,6 +12,12 @@ import { apiShardName, objectRowsAsText } from '../helpers/ledger';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { deflateSync, strToU8 } from 'fflate';
 import { decodeStored, encodeStored, UNSETTLED_TEXT_MAX_BYTES } from '../../src/storage/ledger-shard/record-codec';
+import { JSON_PARAMETER_BYTES, readStatesOf, writeStates } from '../../src/storage/ledger-shard/bulk';
+import { initialiseShard } from '../../src/storage/ledger-shard/schema';
+import type { StateRow } from '../../src/storage/ledger-shard/states';
+import { changeInput, initialiseDay, readChanges } from '../../src/storage/search/day';
+import { upsertChanges } from '../../src/storage/search/day-changes';
+import { RESULT_COLUMNS, type TransactionRecord } from '../../src/schemas/transaction-columns';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 const VISA = '4111111111111111';
@@ -151,5 +157,69 @@ describe('ledger shard records stored compressed', () => {
       expect(Object.keys(answer.changed as object).length).toBeLessThan(25);
     }
     expect(kept[0]).toMatchObject({ status: 200, changed: { status: 'pending_settlement', amount_refunded: 0 } });
+  });
+
+  it("a chunk's states and search changes written together keep every byte of each record: non-ASCII text, compressed records, more than one statement's worth", async () => {
+    // Records travel as bytes beside the JSON of their rows (bulk.ts, spannedGroups): offsets count
+    // UTF-8 bytes, and a group is cut before its JSON or its bytes pass one parameter's bound.
+    const count = 2 * Math.ceil(JSON_PARAMETER_BYTES / 600);
+    const record = (i: number): TransactionRecord => {
+      const fields = Object.fromEntries(RESULT_COLUMNS.map((column) => [column, null])) as Record<string, unknown>;
+      Object.assign(fields, { id: `txn_bulk${String(i).padStart(6, '0')}`, status: i % 2 === 0 ? 'pending_settlement' : 'voided', amount: 1000 + i, created_at: '2026-11-27T10:00:00.000Z' });
+      // Multi-byte text ("Zoë", a rocket, CJK): byte offsets, not characters, must find it again.
+      Object.assign(fields, { user_name: `Zoë 🚀 店 ${i}`, order_id: `o"${i}\\n` });
+      return fields as unknown as TransactionRecord;
+    };
+    const states: StateRow[] = Array.from({ length: count }, (_, i) => ({
+      stored: { record: record(i), merchantId: 'bulkmerchant', requestHash: '', batchId: 'bat_bulk', line: i + 2, extras: { description: `Beschreibung ${i} — ü`, card_brand: 'visa' } as never },
+      original: true,
+      amountRefunded: 0,
+      // Even rows await settlement (kept as text), odd ones are at rest (deflated BLOBs).
+      unsettled: i % 2 === 0,
+      capturedAt: i % 2 === 0 ? '2026-11-27T11:00:00.000Z' : null,
+      settledOn: null,
+    }));
+    const shard = env.LEDGER_SHARD.getByName(`bulk-codec-${crypto.randomUUID()}`);
+    const back = await runInDurableObject(shard, (_instance, state) => {
+      const sql = state.storage.sql;
+      initialiseShard(sql, { name: 'bulk-codec', periodStart: '2026-11-27', hashesClearAt: null, archiveAt: '2027-06-01T00:00:00.000Z' });
+      let statements = 0;
+      const exec = sql.exec.bind(sql);
+      sql.exec = ((query: string, ...bindings: unknown[]) => {
+        statements++;
+        return exec(query, ...bindings);
+      }) as typeof sql.exec;
+      writeStates(sql, states.map((s) => ({ state: s, updatedAt: '2026-11-27T11:00:00.000Z' })));
+      sql.exec = exec;
+      const types = sql.exec<{ t: string; n: number }>('SELECT typeof(record) AS t, COUNT(*) AS n FROM states GROUP BY 1 ORDER BY 1').toArray();
+      return { statements, types, read: readStatesOf(sql, 'bulkmerchant', states.map((s) => String(s.stored.record.id))) };
+    });
+    expect(back.statements).toBeGreaterThan(1);
+    expect(back.types).toEqual([
+      { t: 'blob', n: count / 2 },
+      { t: 'text', n: count / 2 },
+    ]);
+    for (const s of states) {
+      const read = back.read.get(String(s.stored.record.id));
+      expect(read?.stored.record).toEqual(s.stored.record);
+      expect(read?.stored.extras).toMatchObject({ description: s.stored.extras.description });
+      expect(read?.unsettled).toBe(s.unsettled);
+    }
+
+    const day = env.SEARCH_DAY.getByName(`bulk-codec-${crypto.randomUUID()}`);
+    const changes = await runInDurableObject(day, (_instance, state) => {
+      const sql = state.storage.sql;
+      initialiseDay(sql, { merchantId: 'bulkmerchant', day: '2026-11-27', deleteAt: '2027-06-01T00:00:00.000Z' });
+      const written = upsertChanges(
+        sql,
+        states.map((s, i) => {
+          const input = changeInput(String(s.stored.record.id), 'sh0', s.stored.record, 0);
+          return { id: input.id, shard: 'sh0', page: `p${Math.floor(i / 500)}`, at: input.createdAt, rank: 1, amountRefunded: 0, settledOn: null, packed: input.packed };
+        }),
+      );
+      return { written: written.filter(Boolean).length, read: readChanges(sql, states.map((s) => String(s.stored.record.id))) };
+    });
+    expect(changes.written).toBe(count);
+    for (const s of states) expect(changes.read.get(String(s.stored.record.id))?.record).toEqual(s.stored.record);
   });
 });

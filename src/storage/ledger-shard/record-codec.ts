@@ -23,7 +23,6 @@
  * is kept as its UTF-8 bytes, uncompressed: it fits in its cell either way, and deflating it saves
  * about 70 bytes for a cost per call that hardly depends on the input's length.
  */
-import { Buffer } from 'node:buffer';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { utf8Bytes } from './pages';
 
@@ -90,11 +89,3 @@ export function decodeStored(value: string | ArrayBuffer | Uint8Array): string {
   return fromUtf8.decode(inflateRawSync(bytes.subarray(1)));
 }
 
-/**
- * A stored value as it travels inside a JSON parameter (bulk.ts binds a group's rows as one JSON
- * array): hex, which SQLite's `unhex()` turns back into the BLOB as it writes the row.
- */
-export function storedHex(stored: ArrayBuffer): string {
-  // The runtime's Buffer encodes hex natively (a loop here cost a byte's string concatenation each).
-  return Buffer.from(stored).toString('hex');
-}

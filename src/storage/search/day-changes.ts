@@ -4,11 +4,12 @@
  * or three per transaction made the day object a tenth of a capture file's work. Here a call reads
  * the stored ranks of its transactions in one statement, decides in memory exactly as one write
  * after another would, and writes the rows in one statement per JSON array (bound to `json_each`:
- * one bound parameter however many rows, SQLite's limit being DURABLE_OBJECTS.boundParameters; each
+ * two bound parameters however many rows, SQLite's limit being DURABLE_OBJECTS.boundParameters; each
  * array at most half of the 2 MB a bound string may hold, DURABLE_OBJECTS.rowBytes), then one
  * statement per unit whose count of changed transactions moved (a chunk's rows are one or two units).
+ * The records travel as bytes beside the JSON, the second parameter (storage/ledger-shard/bulk.ts, spannedGroups).
  */
-import { jsonArrays } from '../ledger-shard/bulk';
+import { jsonArrays, spannedGroups } from '../ledger-shard/bulk';
 import type { ChangeWrite, UnitKey } from './day';
 
 /**
@@ -42,13 +43,16 @@ export function upsertChanges(sql: SqlStorage, changes: readonly ChangeWrite[]):
     ranks.set(change.id, change.rank);
     written[i] = true;
   });
-  const values = [...rows.values()].map((c) => [c.id, c.shard, c.page, c.at, c.rank, c.amountRefunded, c.settledOn, c.packed]);
-  for (const array of jsonArrays(values)) {
+  // Each record travels as bytes beside the JSON of the rest of its row (spannedGroups), not escaped inside it.
+  const values = [...rows.values()].map((c) => ({ values: [c.id, c.shard, c.page, c.at, c.rank, c.amountRefunded, c.settledOn], large: c.packed }));
+  for (const { json, bytes } of spannedGroups(values)) {
     sql.exec(
       `INSERT INTO changes (id, shard, page, at, rank, amount_refunded, settled_on, record)
-       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7 FROM json_each(?) WHERE true
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, CAST(substr(?2, value ->> 7, value ->> 8) AS TEXT)
+       FROM json_each(?1) WHERE true
        ON CONFLICT (id) DO UPDATE SET rank = excluded.rank, amount_refunded = excluded.amount_refunded, settled_on = excluded.settled_on, record = excluded.record`,
-      array,
+      json,
+      bytes,
     );
   }
   for (const { unit, count } of newOnUnit.values()) {
