@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { SearchDay } from '../../src/durable-objects/search/day';
 import type { TransactionRecord } from '../../src/schemas/transaction-columns';
 import { changeInput, unitsBefore, type ChangeInput } from '../../src/storage/search/day';
+import { BLOCK_MIN_CHANGES, MAX_BLOCKS_PER_UNIT } from '../../src/storage/search/day-changes';
 import { FOLD_AT, MERGE_FANIN } from '../../src/durable-objects/search/keys';
 import { keyHash, shardOfId } from '../../src/services/search/indexer';
 import { searchDayName, searchKeysName, searchPartOf } from '../../src/services/search/names';
@@ -70,6 +71,24 @@ describe('the week object (order_id and customer_id references)', () => {
     expect((await stub.lookup(keyHash('customer_id', 'everywhere'), 100_000)).ats).toHaveLength(many);
   });
 });
+
+/** A batch of `rows` sales: its day object and its records as processed, in line order. */
+async function processedBatch(shop: { id: string; secretKey: string }, day: string, rows: number) {
+  const batchId = await uploadOk(shop.secretKey, csv(CARD_HEADER, saleRows(rows)));
+  const batch = await waitForStatus(shop.secretKey, batchId, 'completed');
+  const ids = Array.from({ length: rows }, (_, i) => batchTransactionId(batchId, batch.created_at, i + 2));
+  const shard = shardOfId(shop.id, ids[0] ?? '') ?? '';
+  const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, day, searchPartOf(shard)));
+  const present = await stub.records(
+    (await runInDurableObject(stub, (_i, state) => unitsBefore(state.storage.sql, { from: `${day}T00:00:00.000Z`, to: `${day}T23:59:59.999Z` }, 10))).flatMap((unit) =>
+      ids.map((id) => ({ at: unit.at, id })),
+    ),
+    '2000-01-01T00:00:00.000Z',
+  );
+  if (!Array.isArray(present)) throw new Error(present.failed);
+  const byId = new Map(present.map((p) => [String(p.record.id), p.record]));
+  return { shard, stub, records: ids.map((id) => byId.get(id) as TransactionRecord) };
+}
 
 describe('a day object', () => {
   it('counts within its budget: past it the count is a lower bound and the scan says where it stopped', async () => {
@@ -142,23 +161,7 @@ describe('a day object', () => {
     // A batch chunk's captures, voids or refunds reach a day object as one call of up to 500 changes.
     const shop = await createMerchant({ name: 'Change Cost Shop' });
     const day = utcDay(new Date());
-    /** A batch of `rows` sales: its day object and its records as processed, in line order. */
-    const processed = async (rows: number) => {
-      const batchId = await uploadOk(shop.secretKey, csv(CARD_HEADER, saleRows(rows)));
-      const batch = await waitForStatus(shop.secretKey, batchId, 'completed');
-      const ids = Array.from({ length: rows }, (_, i) => batchTransactionId(batchId, batch.created_at, i + 2));
-      const shard = shardOfId(shop.id, ids[0] ?? '') ?? '';
-      const stub = env.SEARCH_DAY.getByName(searchDayName(shop.id, day, searchPartOf(shard)));
-      const present = await stub.records(
-        (await runInDurableObject(stub, (_i, state) => unitsBefore(state.storage.sql, { from: `${day}T00:00:00.000Z`, to: `${day}T23:59:59.999Z` }, 10))).flatMap((unit) =>
-          ids.map((id) => ({ at: unit.at, id })),
-        ),
-        '2000-01-01T00:00:00.000Z',
-      );
-      if (!Array.isArray(present)) throw new Error(present.failed);
-      const byId = new Map(present.map((p) => [String(p.record.id), p.record]));
-      return { shard, stub, records: ids.map((id) => byId.get(id) as TransactionRecord) };
-    };
+    const processed = (rows: number) => processedBatch(shop, day, rows);
     // The first transaction's two changes arrive out of order (its partial refund, then its capture's
     // state); the second's in order (a partial refund, then the rest); the others are voided.
     const changesOf = (shard: string, records: TransactionRecord[]): ChangeInput[] => {
@@ -217,6 +220,62 @@ describe('a day object', () => {
     // Each transaction counted once on its unit, however many changes it had.
     expect(one.changed).toBe(4);
     expect(many.changed).toBe(500);
+  }, QUEUE_TEST_TIMEOUT);
+
+  it("keeps a chunk's changes on a unit as one block, at most MAX_BLOCKS_PER_UNIT a unit; the furthest state wins, and settlement sees them", async () => {
+    const shop = await createMerchant({ name: 'Change Block Shop' });
+    const day = utcDay(new Date());
+    const identity = { merchantId: shop.id, day };
+    const batch = await processedBatch(shop, day, 40);
+    const change = (record: TransactionRecord, status: string, amountRefunded: number) => changeInput(String(record.id), batch.shard, { ...record, status }, amountRefunded);
+    const read = async () => {
+      const present = await batch.stub.records(batch.records.map((r) => ({ at: String(r.created_at), id: String(r.id) })), '2000-01-01T00:00:00.000Z');
+      if (!Array.isArray(present)) throw new Error(present.failed);
+      return present.map((p) => [p.record.status, p.amountRefunded]);
+    };
+    const tables = () => tableCounts(batch.stub, ['changes', 'change_blocks']);
+
+    // A capture file's chunk: its 40 captures in one call are one block, no change rows.
+    expect(await batch.stub.change(identity, batch.records.map((r) => change(r, 'pending_settlement', 0)))).toBe(40);
+    expect(await tables()).toEqual({ changes: 0, change_blocks: 1 });
+    expect((await read()).every(([status]) => status === 'pending_settlement')).toBe(true);
+
+    // Refund files one after another, each refunding the first 20 by 10 more: the unit's blocks are
+    // folded when one more would pass the bound, each transaction's latest change kept.
+    const first = batch.records.slice(0, BLOCK_MIN_CHANGES + 4);
+    const rounds = MAX_BLOCKS_PER_UNIT + 2;
+    for (let round = 1; round <= rounds; round++) {
+      expect(await batch.stub.change(identity, first.map((r) => change(r, 'partially_refunded', round * 10)))).toBe(first.length);
+      expect((await tables()).change_blocks).toBeLessThanOrEqual(MAX_BLOCKS_PER_UNIT);
+    }
+    const refunded = first.map(() => ['partially_refunded', rounds * 10]);
+    expect((await read()).slice(0, first.length)).toEqual(refunded);
+    // An earlier refund indexed late does not take a transaction back.
+    expect(await batch.stub.change(identity, first.map((r) => change(r, 'partially_refunded', 10)))).toBe(0);
+    expect((await read()).slice(0, first.length)).toEqual(refunded);
+    // Fewer than BLOCK_MIN_CHANGES changes on a unit: rows of their own, read over its blocks.
+    const voided = batch.records.slice(first.length, first.length + 2);
+    expect(await batch.stub.change(identity, voided.map((r) => change(r, 'voided', 0)))).toBe(2);
+    expect((await tables()).changes).toBe(2);
+    // Each transaction counted once on its unit, however many changes it had.
+    const changed = await runInDurableObject(batch.stub, (_i, state) => state.storage.sql.exec<{ n: number }>('SELECT SUM(changed) AS n FROM units WHERE shard = ?', batch.shard).one().n);
+    expect(changed).toBe(40);
+
+    // The settlement run: those still awaiting settlement (in the block) are settled; the refunded
+    // and voided ones are found and keep their later states.
+    const ids = batch.records.map((r) => String(r.id));
+    expect(await batch.stub.settled(batch.shard, ids, '2026-11-28', '2026-11-28T02:00:00.000Z')).toBe(40);
+    const settled = await read();
+    expect(settled.slice(0, first.length)).toEqual(refunded);
+    expect(settled.slice(first.length, first.length + 2)).toEqual([
+      ['voided', 0],
+      ['voided', 0],
+    ]);
+    expect(settled.slice(first.length + 2).every(([status]) => status === 'settled')).toBe(true);
+    // Left out of a run while an operation was in flight: each has a later state, so none gets a row.
+    const before = await tables();
+    expect(await batch.stub.held(batch.shard, ids)).toBe(0);
+    expect(await tables()).toEqual(before);
   }, QUEUE_TEST_TIMEOUT);
 
   it('empties itself TRANSACTION_RETENTION_DAYS after its day', async () => {

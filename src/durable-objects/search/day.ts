@@ -20,7 +20,7 @@ import { memberOf } from '../../services/search/unit-rows';
 import { retentionDays } from '../../services/transactions/ledger';
 import { presentRecord, settle } from '../../services/transactions/lifecycle-rules';
 import { restrictedKeysBelow, unitKeysAtTimes } from '../../storage/search/day-keys';
-import { upsertChanges } from '../../storage/search/day-changes';
+import { mergeChanges, unitBlockChanges, upsertChanges } from '../../storage/search/day-changes';
 import { findUnit, newUnitCache } from './day-units';
 import {
   countBetween,
@@ -40,6 +40,7 @@ import {
   type PackedRecord,
   type StoredUnit,
   type ChangeInput,
+  type ChangeRow,
   type DayFailure,
   type DayIdentity,
   type DayScan,
@@ -132,7 +133,8 @@ export class SearchDay extends DurableObject<Env> {
       let written = 0;
       this.ctx.storage.transactionSync(() => {
         for (const row of orphanRows) insertUnit(sql, row);
-        written = upsertChanges(sql, rows).filter(Boolean).length;
+        // A chunk's many changes on a unit kept as a block (storage/search/day-changes.ts).
+        written = upsertChanges(sql, rows, { blocks: true }).filter(Boolean).length;
       });
       return written;
     });
@@ -148,15 +150,26 @@ export class SearchDay extends DurableObject<Env> {
       const sql = this.ctx.storage.sql;
       if (!readDayMeta(sql)) return 0;
       let found = 0;
-      const changes = readChanges(sql, ids);
-      const units = new Map<string, UnitKey>();
       const cache = newUnitCache();
+      const unitOf = new Map<string, UnitKey>();
+      for (const id of ids) {
+        const unit = findUnit(sql, shard, id, cache);
+        if (unit) unitOf.set(id, unit);
+      }
+      // Each transaction's change: its row, or its unit's blocks (a batch chunk's captures).
+      const wanted = new Set(ids);
+      const blocks = new Map<string, ChangeRow>();
+      for (const unit of new Map([...unitOf.values()].map((u) => [unitKeyString(u), u])).values()) {
+        for (const [id, change] of unitBlockChanges(sql, unit, wanted)) blocks.set(id, change);
+      }
+      const changes = mergeChanges(readChanges(sql, ids), blocks);
+      const units = new Map<string, UnitKey>();
       for (const id of ids) {
         if (changes.has(id)) {
           found++;
           continue;
         }
-        const unit = findUnit(this.ctx.storage.sql, shard, id, cache);
+        const unit = unitOf.get(id);
         if (unit) {
           found++;
           units.set(unitKeyString(unit), unit);
@@ -198,6 +211,8 @@ export class SearchDay extends DurableObject<Env> {
         const unit = findUnit(this.ctx.storage.sql, shard, id, cache);
         if (unit) units.set(unitKeyString(unit), unit);
       }
+      // A change kept in its unit's blocks is a later state too.
+      for (const unit of units.values()) for (const id of unitBlockChanges(sql, unit, wanted).keys()) wanted.delete(id);
       // Rare (an operation in flight as a run passes its page): the few units named are decoded whole.
       const found: { key: UnitKey; record: TransactionRecord }[] = [];
       for (const unit of readUnits(sql, [...units.values()])) {
@@ -322,7 +337,8 @@ export class SearchDay extends DurableObject<Env> {
   async #present(unit: StoredUnit, expiredBefore: string): Promise<PresentTransaction[]> {
     const text = unit.format === 'gzip' ? await gunzipText(unit.records as ArrayBuffer) : String(unit.records);
     const records = (JSON.parse(text) as PackedRecord[]).map(unpackRecord);
-    const changes = unit.changed > 0 ? readChanges(this.ctx.storage.sql, records.map((r) => String(r.id))) : new Map();
+    const sql = this.ctx.storage.sql;
+    const changes = unit.changed > 0 ? mergeChanges(readChanges(sql, records.map((r) => String(r.id))), unitBlockChanges(sql, unit)) : new Map<string, ChangeRow>();
     const settlement = { settledOn: unit.settled_on, settledAt: unit.settled_at };
     return records.map((record) => {
       const change = changes.get(String(record.id));

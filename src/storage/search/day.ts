@@ -8,6 +8,9 @@
  *            as processed; `settled_on`/`settled_at` is the settlement mark the ledger puts on its page
  *   changes  one row per transaction changed after it was processed (captured, voided, refunded,
  *            settled on its own): its current record, which wins over the unit's
+ *   change_blocks  a batch chunk's changes on one unit kept together (storage/search/day-changes.ts):
+ *            one row per call and unit, each transaction's record as in a change row; a
+ *            transaction's latest state is the furthest along of its change row and its unit's blocks
  *   meta     the object's merchant and day, and when it empties itself
  *
  * Records rest as JSON arrays of the result CSV's columns in order (`packRecord`): no card number,
@@ -56,6 +59,17 @@ const MIGRATIONS: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS units_settled_at ON units(settled_on, at) WHERE settled_on IS NOT NULL;
    CREATE INDEX IF NOT EXISTS changes_settled_at ON changes(settled_on, at) WHERE settled_on IS NOT NULL;
    CREATE INDEX IF NOT EXISTS units_shard_at ON units(shard, at);`,
+  // A call's changes on one unit as one row (a capture file's chunk: 500 change rows were a tenth
+  // of its CPU), found by their unit (storage/search/day-changes.ts).
+  `CREATE TABLE IF NOT EXISTS change_blocks (
+     seq INTEGER PRIMARY KEY,
+     shard TEXT NOT NULL,
+     page TEXT NOT NULL,
+     at TEXT NOT NULL,
+     ranks TEXT NOT NULL,
+     entries TEXT NOT NULL
+   );
+   CREATE INDEX IF NOT EXISTS change_blocks_unit ON change_blocks(shard, page, at);`,
 ];
 export const SEARCH_DAY_SCHEMA_VERSION = MIGRATIONS.length;
 
