@@ -137,6 +137,40 @@ describe('two operations on one transaction in one group of the shard', () => {
   });
 });
 
+describe('an answer that names what its claim acts on', () => {
+  it('fails, writing nothing, when it names another operation than the claim under its key; named rightly, it answers', async () => {
+    const auth = await create(AUTHORIZE);
+    const id = String(auth.id);
+    const now = new Date();
+    const located = await locateTransaction(env, shop.id, id, now);
+    if (!located.ok) throw new Error('not found');
+    const { stub, identity } = located.shard;
+    const iso = now.toISOString();
+    const key = `${id}:capture:named1`;
+    const begun = await stub.beginOperations(identity, [
+      { transactionId: id, query: located.query, kind: 'capture', key, requestHash: await sha256Hex('{"amount":null}'), amount: null, now: iso, expiredBefore: '2000-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' },
+    ]);
+    expect(Array.isArray(begun) && begun.map((b) => b.outcome)).toEqual(['claimed']);
+    const completion = (kind: OperationKind): OperationCompletion => ({
+      key,
+      query: located.query,
+      result: APPROVED,
+      now: iso,
+      expiredBefore: '2000-01-01T00:00:00.000Z',
+      idempotencyKey: 'named1',
+      ipAddress: null,
+      claimed: { transactionId: id, kind },
+    });
+    // The shard reads by what the answer names; its step finds the claim is a capture, not a void.
+    const wrong = await stub.completeOperations(identity, [completion('void')]);
+    expect(wrong).toMatchObject({ failed: expect.stringContaining('another operation') });
+    expect(await get(id)).toMatchObject({ status: 'authorized', amount_captured: 0 });
+    const right = await stub.completeOperations(identity, [completion('capture')]);
+    if (!Array.isArray(right)) throw new Error(right.failed);
+    expect(await get(id)).toMatchObject({ status: 'pending_settlement', amount_captured: 1000 });
+  });
+});
+
 describe('a chunk of capture rows and API captures of the same authorizations at once', () => {
   it('each authorization is captured once, by the row or by the API; the processor is asked once each', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
     const auths = await Promise.all(Array.from({ length: 12 }, () => create(AUTHORIZE)));

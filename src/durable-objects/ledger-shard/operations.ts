@@ -137,12 +137,13 @@ export async function completeOperations(
   upgradeShardTables(shard.sql);
   const sql = shard.sql;
   const keys = completions.map((completion) => completion.key);
-  // What each claim acts on (its row is read whole again in the step below, after the awaits).
-  const claims = operationTargets(sql, keys);
+  // What each claim acts on, as the caller says (checked in the step) or read (its row is read whole
+  // again in the step below, after the awaits); one the caller names is taken as still open.
+  const claims = completions.every((completion) => completion.claimed) ? null : operationTargets(sql, keys);
   const wants: { id: string; query: OperationCompletion['query'] }[] = [];
   let money: string | null = null;
   for (const completion of completions) {
-    const claimed = claims.get(completion.key);
+    const claimed = completion.claimed ? { ...completion.claimed, open: true } : claims?.get(completion.key);
     if (!claimed) throw new Error('no such operation was claimed');
     // Money awaiting settlement is about to be written (a capture, a refund): the shard is in its
     // merchant's settlement index first, so no run can miss it.
@@ -171,6 +172,8 @@ function answerOperationNow(
 ): OperationCompleted & { receipt: ReturnType<typeof operationReceipt> } {
   const claimed = step.operation(completion.key);
   if (!claimed) throw new Error('no such operation was claimed');
+  const named = completion.claimed;
+  if (named && (named.transactionId !== claimed.transactionId || named.kind !== claimed.kind)) throw new Error('an answer named another operation than the one claimed under its key');
   // Another call may have answered this operation while this one awaited.
   if (claimed.answer !== null) return { answer: answerFromStored(claimed.answer, found?.stored.record ?? null), receipt: null };
   const approved = completion.result.response === 'approved';

@@ -309,6 +309,7 @@ class OperationCall {
       ipAddress: own ? this.ipAddress : null,
       // Only this request's own operation gets its FluidPay details.
       ...(this.details && own ? { details: this.details } : {}),
+      claimed: { transactionId: op.transactionId, kind: op.kind },
     };
   }
 

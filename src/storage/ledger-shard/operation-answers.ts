@@ -21,9 +21,6 @@ interface CompactAnswer {
   dropped?: string[];
 }
 
-/** Fields every refund answer keeps whatever the page record holds (surchargeRefunded reads them). */
-const ALWAYS_KEPT = ['response', 'service_fee'];
-
 /**
  * What to store for `answer` (JSON), given the transaction's page record (null: not known, kept
  * whole). `made`: the object `answer` is `JSON.stringify` of, when the caller has it (saves parsing
@@ -42,9 +39,12 @@ export function answerToStore(answer: string, base: TransactionRecord | null, ma
   let inBaseOrder = keys.length >= baseKeys.length;
   for (let i = 0; i < keys.length; i += 1) {
     const field = keys[i] as string;
-    if (inBaseOrder && i < baseKeys.length && baseKeys[i] !== field) inBaseOrder = false;
+    // In the page record's order (the usual case), the field is the page record's own: no look-up.
+    const own = inBaseOrder && i < baseKeys.length && baseKeys[i] === field;
+    if (i < baseKeys.length && !own) inBaseOrder = false;
     const value = record[field];
-    if (ALWAYS_KEPT.includes(field) || !Object.hasOwn(baseFields, field) || !sameValue(value, baseFields[field])) changed[field] = value;
+    // `response` and `service_fee` are kept whatever the page record holds (surchargeRefunded reads a refund's).
+    if (field === 'response' || field === 'service_fee' || !(own || Object.hasOwn(baseFields, field)) || !sameValue(value, baseFields[field])) changed[field] = value;
   }
   const dropped = inBaseOrder ? [] : baseKeys.filter((field) => !Object.hasOwn(record, field));
   const compact: CompactAnswer = dropped.length > 0 ? { status: parsed.status, changed, dropped } : { status: parsed.status, changed };

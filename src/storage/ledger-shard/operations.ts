@@ -173,4 +173,10 @@ export interface OperationCompletion {
   ipAddress: string | null;
   /** FluidPay's optional capture / refund fields (services/transactions/operation-details.ts). */
   details?: OperationDetails;
+  /**
+   * What the claim this answers acts on, as the claim's answer said (the caller has it): the shard
+   * then decides its reads from it rather than reading the claims first, and checks it against the
+   * claim in its synchronous step (a mismatch fails the call, nothing written).
+   */
+  claimed?: { transactionId: string; kind: OperationKind };
 }
