@@ -157,6 +157,22 @@ export const NUMERIC_RESULT_COLUMNS: ReadonlySet<ResultColumn> = new Set([
 export type TransactionRecord = Record<ResultColumn, string | number | boolean | null>;
 
 /**
+ * A record as its result columns' values in order (null where absent): what a search day stores
+ * and what a ledger shard sends a batch chunk for an approved capture or void (a third of the
+ * record's JSON, no names).
+ */
+export function packResultColumns(record: TransactionRecord): unknown[] {
+  return RESULT_COLUMNS.map((column) => record[column] ?? null);
+}
+
+/** The record `packResultColumns` packed. */
+export function unpackResultColumns(packed: readonly unknown[]): TransactionRecord {
+  const record = {} as Record<string, unknown>;
+  for (let i = 0; i < RESULT_COLUMNS.length; i += 1) record[RESULT_COLUMNS[i] as string] = packed[i] ?? null;
+  return record as TransactionRecord;
+}
+
+/**
  * The engine's interface (implemented in src/services/transactions/engine.ts). Both doors call
  * `processTransactions(env, caller, requests, context, clock)`: POST /api/transaction with one
  * request, the batch consumer with a chunk's rows (so BIN, vault and D1 work is shared per chunk).

@@ -13,7 +13,7 @@ import { watchObjectSql } from '../helpers/sql-watch';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
 import { operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
-import type { TransactionRecord } from '../../src/schemas/transaction-columns';
+import { unpackResultColumns, type TransactionRecord } from '../../src/schemas/transaction-columns';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 
@@ -99,6 +99,45 @@ describe("a chunk's captures in the ledger shard of their authorizations", () =>
       expect(record).toMatchObject(written?.record ?? { missing: true });
       expect(written?.amountRefunded).toBe(refunded);
     }
+  });
+});
+
+describe('a capture answered packed (a batch chunk asks so)', () => {
+  it("sends its result columns in order, a third of the record's bytes, and keeps under its key the answer the API would have answered", async () => {
+    const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: AUTHORIZE });
+    const auth = (await made.json<Envelope<TxRecord>>()).data;
+    const id = String(auth.id);
+    const now = new Date();
+    const located = await locateTransaction(env, shop.id, id, now);
+    if (!located.ok) throw new Error('not found');
+    const { stub, identity } = located.shard;
+    const iso = now.toISOString();
+    const request: OperationRequest = { transactionId: id, query: located.query, kind: 'capture', key: `${id}:capture:packed1`, requestHash: await sha256Hex(JSON.stringify({ amount: null })), amount: null, now: iso, expiredBefore: '2000-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' };
+    const begun = await stub.beginOperations(identity, [request]);
+    expect(Array.isArray(begun) && begun.map((b) => b.outcome)).toEqual(['claimed']);
+    const answers = await stub.completeOperations(identity, [
+      { key: request.key, query: request.query, result: APPROVED, now: iso, expiredBefore: request.expiredBefore, idempotencyKey: 'packed1', ipAddress: null, claimed: { transactionId: id, kind: 'capture' }, packed: true },
+    ]);
+    if (!Array.isArray(answers)) throw new Error(answers.failed);
+    const [answer] = answers;
+    expect(answer?.answer).toBe('');
+    const packed = answer?.packed;
+    if (!packed) throw new Error('no packed answer');
+    expect(packed.record.length).toBeLessThan(JSON.stringify(auth).length / 2);
+    const record = unpackResultColumns(JSON.parse(packed.record) as unknown[]);
+    // Every column is what a read answers now.
+    const read = await call('GET', `/api/transaction/${id}`, { key: shop.secretKey });
+    const { amount_refunded: refunded, ...current } = (await read.json<Envelope<TxRecord>>()).data;
+    expect(current).toMatchObject(record);
+    expect(record).toMatchObject({ status: 'pending_settlement', amount_captured: 1000 });
+    expect(packed.amountRefunded).toBe(refunded);
+    // The key's answer, as a redelivered row (or the API under the same key) gets it: the record as
+    // the API would have answered it, the same columns and amount_refunded.
+    const again = await stub.beginOperations(identity, [request]);
+    if (!Array.isArray(again) || again[0]?.outcome !== 'answered') throw new Error('not answered');
+    const replayed = JSON.parse(again[0].answer) as { status: number; record: TransactionRecord & { amount_refunded: number } };
+    expect(replayed.status).toBe(200);
+    expect(replayed.record).toEqual({ ...record, amount_refunded: packed.amountRefunded });
   });
 });
 

@@ -25,7 +25,7 @@ import {
   type OperationRequest,
   type ShardIdentity,
 } from '../../storage/ledger-shard';
-import type { TransactionRecord } from '../../schemas/transaction-columns';
+import { packResultColumns, type TransactionRecord } from '../../schemas/transaction-columns';
 import { applyOperation, checkOperation } from '../../services/transactions/lifecycle-rules';
 import { pageRecords, type PageRecord, type ShardContext } from './reading';
 import { OperationStep } from './operation-step';
@@ -161,7 +161,9 @@ export async function completeOperations(
   });
   const receipts = answered.flatMap((a) => (a.receipt ? [a.receipt] : []));
   await armReceipts(shard.storage, receipts.length > 0 ? [{ page: null, entries: receipts }] : []);
-  return answered.map(({ answer, current, currentIsAnswer }) => (current ? { answer, current } : currentIsAnswer ? { answer, currentIsAnswer } : { answer }));
+  return answered.map(({ answer, current, currentIsAnswer, packed }) =>
+    packed ? { answer, packed } : current ? { answer, current } : currentIsAnswer ? { answer, currentIsAnswer } : { answer },
+  );
 }
 
 /** One claimed operation's answer applied, without awaiting, in the step's write transaction. */
@@ -193,7 +195,10 @@ function answerOperationNow(
     claimed.kind === 'refund' || approved
       ? { status: claimed.kind === 'refund' ? 201 : 200, record: view(claimed.kind === 'refund' ? applied.refund : applied.original, claimed.kind === 'refund' ? 0 : applied.amountRefunded) }
       : { status: 402, message: `${claimed.kind} declined by the processor: ${completion.result.processorResponseText}` };
-  const answer = JSON.stringify(made);
+  // An approved capture or void asked for packed: its JSON is made only if what is kept needs it.
+  const packed = completion.packed && approved && claimed.kind !== 'refund' ? { record: JSON.stringify(packResultColumns(applied.original)), amountRefunded: applied.amountRefunded } : null;
+  let json: string | null = null;
+  const answer = () => (json ??= JSON.stringify(made));
   if (approved) {
     step.writeState(
       {
@@ -223,12 +228,13 @@ function answerOperationNow(
   // Kept as what differs from the page record when that rebuilds it exactly (operation-answers.ts).
   step.answer(completion.key, answerToStore(answer, found?.stored.record ?? null, made));
   if (receipt) step.queueReceipt(receipt);
+  if (packed) return { answer: '', packed, receipt };
   // The transaction as written (as it was, when the processor declined): what the search index takes
   // next. An approved capture's or void's answer is exactly that record, so the caller reads it
   // there; a declined one changes nothing to index, so it is not sent.
-  if (claimed.kind !== 'refund') return { answer, receipt, ...(approved ? { currentIsAnswer: true as const } : {}) };
+  if (claimed.kind !== 'refund') return { answer: answer(), receipt, ...(approved ? { currentIsAnswer: true as const } : {}) };
   const current = approved ? { record: applied.original, amountRefunded: applied.amountRefunded } : { record: now.stored.record, amountRefunded: now.amountRefunded };
-  return { answer, receipt, current };
+  return { answer: answer(), receipt, current };
 }
 
 /**

@@ -133,7 +133,7 @@ export async function runLifecycleRows(
     toRun.push({ index, request, input: { transactionId, kind: row.kind, amount: row.amount, idempotencyKey: request.idempotencyKey, ipAddress: context.ipAddress } });
   }
   // The API's operations, their round trips shared (one claim and one answer call per ledger shard).
-  const runs = await operateMany(env, caller, toRun.map((r) => r.input), clock, context.processors);
+  const runs = await operateMany(env, caller, toRun.map((r) => r.input), clock, { processors: context.processors, packedAnswers: true });
   // Indexed for search before the chunk's results are written, as the API indexes before it answers,
   // with each transaction as its shard's answer left it.
   await indexOperations(

@@ -18,6 +18,8 @@ import { changeInput, type ChangeInput } from '../../storage/search/day';
 export interface CurrentTransaction {
   record: TransactionRecord;
   amountRefunded: number;
+  /** The record's result columns as JSON (packResultColumns), when its ledger shard sent them so. */
+  packed?: string;
 }
 
 /**
@@ -90,7 +92,7 @@ export async function indexOperations(
   for (const { id, shard, day, now } of located) {
     const part = partOf(shard, day);
     const group = byDay.get(`${day}/${part}`) ?? { day, part, changes: [] };
-    group.changes.push(changeInput(id, shard, now.record, now.amountRefunded));
+    group.changes.push(changeInput(id, shard, now.record, now.amountRefunded, now.packed));
     byDay.set(`${day}/${part}`, group);
   }
   await Promise.all(

@@ -18,7 +18,7 @@ import { authorizationExpiryDays, expiresBefore } from './lifecycle-rules';
 import type { Shard } from './ledger';
 import { merchantProcessors } from './processors/registry';
 import type { PaymentProcessor } from './processors/processor';
-import type { TransactionRecord } from '../../schemas/transaction-columns';
+import { unpackResultColumns, type TransactionRecord } from '../../schemas/transaction-columns';
 import type { OperationDetails } from './operation-details';
 import type { ProcessorRecord } from '../../storage/processors';
 
@@ -55,11 +55,12 @@ type StoredAnswer = { status: 200 | 201; record: TransactionView } | { status: 4
 /**
  * An operation's outcome, and the transaction as the shard left it when this call completed the
  * operation (null for a replay, a refusal or a claim held elsewhere): what follows the operation
- * (the search index) takes it rather than reading the transaction again.
+ * (the search index) takes it rather than reading the transaction again; with `packed`, its result
+ * columns as the shard sent them (JSON of packResultColumns), which the search stores as they are.
  */
 export interface OperationRun {
   outcome: OperationOutcome;
-  current: NonNullable<OperationCompleted['current']> | null;
+  current: (NonNullable<OperationCompleted['current']> & { packed?: string }) | null;
 }
 
 /** Runs a capture, void or refund against the ledger (services/recorded.ts runs what follows it). */
@@ -81,9 +82,18 @@ export async function operateMany(
   caller: Caller,
   inputs: readonly OperationInput[],
   clock: Clock,
-  /** The merchant's processors when the caller has them (a batch reads them once, not per chunk). */
-  processors?: readonly ProcessorRecord[],
+  options: {
+    /** The merchant's processors when the caller has them (a batch reads them once, not per chunk). */
+    processors?: readonly ProcessorRecord[];
+    /**
+     * Approved captures and voids answered packed (OperationCompletion): the outcome's record has
+     * the result columns and amount_refunded, in that order (a batch's result line and search
+     * index), rather than the API answer's JSON as made.
+     */
+    packedAnswers?: boolean;
+  } = {},
 ): Promise<OperationRun[]> {
+  const { processors, packedAnswers = false } = options;
   const now = clock();
   const outcomes = new Array<OperationRun | undefined>(inputs.length);
   const shared = new SharedProcessors(env, caller, clock, processors);
@@ -150,11 +160,18 @@ export async function operateMany(
       if (completions.length === 0) return;
       const answers = await shard.stub.completeOperations(
         shard.identity,
-        completions.map(({ c, result }) => c.call.completion(c.op, result)),
+        completions.map(({ c, result }) => ({ ...c.call.completion(c.op, result), ...(packedAnswers ? { packed: true as const } : {}) })),
       );
       if ('failed' in answers) throw new Error(`ledger shard write failed: ${answers.failed}`);
       completions.forEach(({ c }, i) => {
         const answer = answers[i] ?? { answer: '' };
+        if (answer.packed) {
+          const record = unpackResultColumns(JSON.parse(answer.packed.record) as unknown[]);
+          const { amountRefunded } = answer.packed;
+          const outcome: OperationOutcome = { ok: true, status: 200, record: transactionView(record, amountRefunded), replayed: false };
+          outcomes[c.index] = { outcome, current: { record, amountRefunded, packed: answer.packed.record } };
+          return;
+        }
         const outcome = fromAnswer(answer.answer, false);
         outcomes[c.index] = { outcome, current: operationCurrent(answer, outcome.ok ? outcome.record : null) };
       });

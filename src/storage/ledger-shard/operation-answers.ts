@@ -22,15 +22,17 @@ interface CompactAnswer {
 }
 
 /**
- * What to store for `answer` (JSON), given the transaction's page record (null: not known, kept
- * whole). `made`: the object `answer` is `JSON.stringify` of, when the caller has it (saves parsing
- * it again, and lets the exactness check below be shown rather than made).
+ * What to store for `answer` (JSON, or a function making it when it is needed), given the
+ * transaction's page record (null: not known, kept whole). `made`: the object `answer` is
+ * `JSON.stringify` of, when the caller has it (saves parsing it again, and lets the exactness check
+ * below be shown rather than made; then the answer's JSON need not be made at all).
  */
-export function answerToStore(answer: string, base: TransactionRecord | null, made?: { status: number; record?: Record<string, unknown> }): string {
-  if (base === null) return answer;
-  const parsed = made ?? (JSON.parse(answer) as { status: number; record?: Record<string, unknown> });
+export function answerToStore(json: string | (() => string), base: TransactionRecord | null, made?: { status: number; record?: Record<string, unknown> }): string {
+  const answer = typeof json === 'string' ? () => json : json;
+  if (base === null) return answer();
+  const parsed = made ?? (JSON.parse(answer()) as { status: number; record?: Record<string, unknown> });
   const record = parsed.record;
-  if (!record) return answer;
+  if (!record) return answer();
   const baseFields = base as unknown as Record<string, unknown>;
   const baseKeys = Object.keys(baseFields);
   const keys = Object.keys(record);
@@ -49,13 +51,17 @@ export function answerToStore(answer: string, base: TransactionRecord | null, ma
   const dropped = inBaseOrder ? [] : baseKeys.filter((field) => !Object.hasOwn(record, field));
   const compact: CompactAnswer = dropped.length > 0 ? { status: parsed.status, changed, dropped } : { status: parsed.status, changed };
   const stored = JSON.stringify(compact);
-  if (stored.length >= answer.length) return answer;
   // The rebuild is `{ status, record: { ...base, ...changed } }`: its fields in the page record's
   // order, then the rest in the answer's order, each equal to the answer's (sameValue). So when the
   // answer is `made` stringified, `{ status, record }` with its fields in that order, the rebuild is
   // the answer byte for byte and need not be made to be compared; otherwise it is made and compared.
   const exact = made !== undefined && inBaseOrder && isStatusAndRecord(made);
-  return exact || rebuild(compact, base) === answer ? stored : answer;
+  // Exact, and a field left out: `"changed":{…}` is `"record":{…}` less that field's `"name":value,`
+  // (at least 5 characters) plus one, so shorter than the answer without making it.
+  if (exact && Object.keys(changed).length < keys.length) return stored;
+  const whole = answer();
+  if (stored.length >= whole.length) return whole;
+  return exact || rebuild(compact, base) === whole ? stored : whole;
 }
 
 /** Whether `made` has exactly the keys `status` then `record` (as the rebuild writes them). */

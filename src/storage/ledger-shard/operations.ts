@@ -146,9 +146,16 @@ export type OperationBegin =
  * under MAX_OPERATION_ROW_BYTES: far under an RPC answer's limit (RPC.payloadBytes, 32 MiB).
  */
 export interface OperationCompleted {
+  /** The answer's JSON; '' when `packed` carries it. */
   answer: string;
   current?: { record: TransactionRecord; amountRefunded: number };
   currentIsAnswer?: true;
+  /**
+   * An approved capture's or void's answer when the completion asked for it packed: status 200, the
+   * record as it is now as its result columns' values in order (JSON of packResultColumns), and what
+   * was refunded of it. It is also the transaction as written (the search indexes it as it is).
+   */
+  packed?: { record: string; amountRefunded: number };
 }
 
 /** The transaction as a completion left it (see OperationCompleted), given its answer's parsed record; null when not sent. */
@@ -179,4 +186,10 @@ export interface OperationCompletion {
    * claim in its synchronous step (a mismatch fails the call, nothing written).
    */
   claimed?: { transactionId: string; kind: OperationKind };
+  /**
+   * An approved capture's or void's answer sent `packed` (OperationCompleted): a batch chunk's
+   * result line and search index read the result columns only, and the record's JSON with its
+   * names was three times the bytes to make, send and parse. What is kept under the key is the same.
+   */
+  packed?: true;
 }

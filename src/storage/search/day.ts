@@ -17,7 +17,7 @@
  * no CVC, no request hash.
  */
 import type { Condition } from '../../schemas/search-conditions';
-import { RESULT_COLUMNS, type TransactionRecord } from '../../schemas/transaction-columns';
+import { packResultColumns, unpackResultColumns, type TransactionRecord } from '../../schemas/transaction-columns';
 import { hasTables, migrate } from '../do-schema';
 
 const MIGRATIONS: readonly string[] = [
@@ -123,12 +123,13 @@ export interface ChangeInput {
 
 const textOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
 
-export function changeInput(id: string, shard: string, record: TransactionRecord, amountRefunded: number): ChangeInput {
+/** `packed`: JSON of packRecord(record), when the caller has it already. */
+export function changeInput(id: string, shard: string, record: TransactionRecord, amountRefunded: number, packed?: string): ChangeInput {
   return {
     id,
     shard,
     amountRefunded,
-    packed: JSON.stringify(packRecord(record)),
+    packed: packed ?? JSON.stringify(packRecord(record)),
     status: textOrNull(record.status),
     createdAt: String(record.created_at),
     settlementBatchId: textOrNull(record.settlement_batch_id),
@@ -187,15 +188,9 @@ export type DayFailure = { failed: string };
 
 export type PackedRecord = unknown[];
 
-export function packRecord(record: TransactionRecord): PackedRecord {
-  return RESULT_COLUMNS.map((column) => record[column] ?? null);
-}
-
-export function unpackRecord(packed: PackedRecord): TransactionRecord {
-  const record = {} as Record<string, unknown>;
-  RESULT_COLUMNS.forEach((column, i) => (record[column] = packed[i] ?? null));
-  return record as TransactionRecord;
-}
+/** A record as the search stores it: its result columns in order (schemas/transaction-columns.ts). */
+export const packRecord: (record: TransactionRecord) => PackedRecord = packResultColumns;
+export const unpackRecord: (packed: PackedRecord) => TransactionRecord = unpackResultColumns;
 
 /** A unit row to write: its records already encoded by the object (gzip for a chunk). */
 export interface UnitRow extends UnitKey {
