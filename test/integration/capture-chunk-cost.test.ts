@@ -12,7 +12,7 @@ import { admin, call, createMerchant, type Envelope, type TestMerchant } from '.
 import { watchObjectSql } from '../helpers/sql-watch';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
-import { operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
+import { operationCountsOf, operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
 import { unpackResultColumns, type TransactionRecord } from '../../src/schemas/transaction-columns';
 
 type TxRecord = Record<string, string | number | boolean | null>;
@@ -138,6 +138,44 @@ describe('a capture answered packed (a batch chunk asks so)', () => {
     const replayed = JSON.parse(again[0].answer) as { status: number; record: TransactionRecord & { amount_refunded: number } };
     expect(replayed.status).toBe(200);
     expect(replayed.record).toEqual({ ...record, amount_refunded: packed.amountRefunded });
+  });
+});
+
+describe("a transaction's operations counted", () => {
+  it('by their keys, reading its own rows only, not the shard\'s other operations', async () => {
+    // A shard holding many operations: the same API day's authorizations, each captured.
+    const ids: string[] = [];
+    for (let i = 0; i < 36; i++) {
+      const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: AUTHORIZE });
+      const id = String((await made.json<Envelope<TxRecord>>()).data.id);
+      expect((await call('POST', `/api/transaction/${id}/capture`, { key: shop.secretKey, body: { amount: 400 } })).status).toBe(200);
+      ids.push(id);
+    }
+    const [target] = ids as [string];
+    const located = await locateTransaction(env, shop.id, target, new Date());
+    if (!located.ok) throw new Error('not found');
+    const counted = await runInDurableObject(located.shard.stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const total = sql.exec<{ n: number }>('SELECT COUNT(*) AS n FROM operations').one().n;
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      const exec = sql.exec.bind(sql);
+      sql.exec = ((query: string, ...bindings: unknown[]) => {
+        const cursor = exec(query, ...bindings);
+        cursors.push(cursor);
+        return cursor;
+      }) as typeof sql.exec;
+      try {
+        const counts = operationCountsOf(sql, [target]).get(target);
+        return { total, counts, rowsRead: cursors.reduce((sum, c) => sum + c.rowsRead, 0) };
+      } finally {
+        sql.exec = exec;
+      }
+    });
+    expect(counted.total).toBeGreaterThanOrEqual(ids.length);
+    expect(counted.counts).toEqual({ operations: 1, refunds: 0 });
+    // Its one operation (with the ids' JSON and the counts table's look-up), not the shard's others:
+    // a scan would read every one of them.
+    expect(counted.rowsRead).toBeLessThanOrEqual(6);
   });
 });
 

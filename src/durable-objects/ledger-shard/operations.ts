@@ -16,6 +16,7 @@ import {
   operationTargets,
   writeOperationCounts,
   MAX_OPERATIONS_PER_TRANSACTION,
+  operationKeyRange,
   readMeta,
   surchargeRefunded,
   upgradeShardTables,
@@ -71,6 +72,8 @@ export async function beginOperations(shard: ShardContext, identity: ShardIdenti
 
 /** The checks and the claim of one operation, without awaiting, in the step's write transaction. */
 function claimOperationNow(sql: SqlStorage, step: OperationStep, request: OperationRequest, found: PageRecord | null): OperationBegin {
+  // A transaction's operations are found by their keys' range (operationKeyRange): a key of another form would be missed.
+  if (!request.key.startsWith(operationKeyRange(request.transactionId)[0])) throw new Error("an operation's key must begin with its transaction's id and a colon");
   const earlier = step.operation(request.key);
   if (earlier?.answer != null) return { outcome: 'answered', answer: answerFromStored(earlier.answer, found?.stored.record ?? null), requestHash: earlier.requestHash } satisfies OperationBegin;
   const now = step.current(request.transactionId, found, request.expiredBefore);

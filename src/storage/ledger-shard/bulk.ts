@@ -145,7 +145,7 @@ export type OperationCounts = { operations: number; refunds: number; stored?: tr
 
 /**
  * A transaction gets its counts row once it has had this many operations. Before, its count is its
- * operations' rows, counted through their index: at most COUNTS_ROW_FROM - 1 rows a transaction
+ * operations' rows, counted by their keys' range (operationKeyRange): at most COUNTS_ROW_FROM - 1 rows a transaction
  * (a chunk's 500 transactions, at most 7,500 index rows). Most transactions have one or two
  * operations (a capture, a refund), and a row per transaction would be a row written per capture.
  */
@@ -170,8 +170,9 @@ export function operationCountsOf(sql: SqlStorage, ids: readonly string[]): Map<
   const uncounted = distinct.filter((id) => !counts.has(id));
   for (const array of jsonArrays(uncounted)) {
     const rows = sql.exec<{ id: string; operations: number; refunds: number }>(
-      `SELECT transaction_id AS id, COUNT(*) AS operations, COALESCE(SUM(kind = 'refund'), 0) AS refunds FROM operations INDEXED BY operations_transaction
-       WHERE transaction_id IN (SELECT value FROM json_each(?)) GROUP BY transaction_id`,
+      // Each transaction's operations by its keys' range (operationKeyRange: `{id}:` to `{id};`).
+      `SELECT j.value AS id, COUNT(*) AS operations, COALESCE(SUM(o.kind = 'refund'), 0) AS refunds
+       FROM json_each(?) AS j JOIN operations o ON o.key > j.value || ':' AND o.key < j.value || ';' GROUP BY j.value`,
       array,
     );
     for (const row of rows) counts.set(row.id, { operations: row.operations, refunds: row.refunds });

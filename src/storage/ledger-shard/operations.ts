@@ -64,16 +64,26 @@ export function transactionsInFlight(sql: SqlStorage, ids: readonly string[]): S
 }
 
 /**
+ * The keys of a transaction's operations: every key is `{transaction id}:{kind}:{client key}`
+ * (services/transactions/operations.ts makes them; a claim of another form is refused), so they are
+ * the primary keys after `{id}:` and before `{id};` (';' follows ':'), read by range with no index of
+ * their own. An id is letters, digits and underscores, so another id's keys never fall in the range.
+ */
+export function operationKeyRange(transactionId: string): [after: string, before: string] {
+  return [`${transactionId}:`, `${transactionId};`];
+}
+
+/**
  * The surcharge a transaction's approved refunds have returned so far (each refund's answer holds
- * its record, whose service_fee is the surcharge it returned). Read through the transaction's index
- * in the same synchronous step as the claim, so two refunds cannot both return the same surcharge;
- * at most MAX_OPERATIONS_PER_TRANSACTION rows.
+ * its record, whose service_fee is the surcharge it returned). Read by its keys' range in the same
+ * synchronous step as the claim, so two refunds cannot both return the same surcharge; at most
+ * MAX_OPERATIONS_PER_TRANSACTION rows.
  */
 export function surchargeRefunded(sql: SqlStorage, transactionId: string): number {
   // Answers are stored compressed (record-codec.ts): each refund's read and decoded here, not summed in SQL.
   const rows = sql.exec<{ answer: string | ArrayBuffer }>(
-    `SELECT answer FROM operations INDEXED BY operations_transaction WHERE transaction_id = ? AND kind = 'refund' AND answer IS NOT NULL`,
-    transactionId,
+    `SELECT answer FROM operations WHERE key > ? AND key < ? AND kind = 'refund' AND answer IS NOT NULL`,
+    ...operationKeyRange(transactionId),
   );
   let total = 0;
   for (const row of rows) {

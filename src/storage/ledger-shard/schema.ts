@@ -116,6 +116,9 @@ const MIGRATIONS: readonly string[] = [
      batch_date TEXT NOT NULL,
      entries TEXT NOT NULL
    );`,
+  // 8. A transaction's operations are found by their keys, which begin with its id (operationKeyRange
+  // in operations.ts): the index on transaction_id cost every claim a third B-tree write.
+  `DROP INDEX IF EXISTS operations_transaction;`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -161,7 +164,9 @@ function tablesVersion(sql: SqlStorage): number {
   const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
   if (recorded !== undefined) return recorded;
   const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
-  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settled_pieces'").toArray().length > 0) return 7;
+  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settled_pieces'").toArray().length > 0) {
+    return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'operations_transaction'").toArray().length > 0 ? 7 : 8;
+  }
   if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'operation_counts'").toArray().length > 0) return 6;
   if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'receipt_outbox'").toArray().length > 0) return 5;
   if (columns.includes('handoff_seq')) return 4;
