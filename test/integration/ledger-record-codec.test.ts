@@ -17,7 +17,8 @@ import { initialiseShard } from '../../src/storage/ledger-shard/schema';
 import type { StateRow } from '../../src/storage/ledger-shard/states';
 import { changeInput, initialiseDay, readChanges } from '../../src/storage/search/day';
 import { upsertChanges } from '../../src/storage/search/day-changes';
-import { RESULT_COLUMNS, type TransactionRecord } from '../../src/schemas/transaction-columns';
+import { packResultColumns, RESULT_COLUMNS, type TransactionRecord } from '../../src/schemas/transaction-columns';
+import { packedRecordJson, packRecord, type StoredTransaction } from '../../src/storage/ledger-shard/records';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 const VISA = '4111111111111111';
@@ -30,6 +31,16 @@ describe('ledger shard records stored compressed', () => {
     expect(decodeStored(stored)).toBe(json);
     expect(decodeStored(json)).toBe(json);
     expect(() => decodeStored(new Uint8Array([9, 1, 2]))).toThrow('unknown encoding');
+  });
+
+  it("makes a state's JSON from its result columns' JSON the same, text for text, as from the record", () => {
+    const fields = Object.fromEntries(RESULT_COLUMNS.map((column, i) => [column, i % 4 === 0 ? null : i % 4 === 1 ? i : `v"${i}\\ Zoë 🚀`])) as Record<string, unknown>;
+    // A column left undefined packs as null both ways.
+    delete fields[RESULT_COLUMNS[5] as string];
+    const tx: StoredTransaction = { record: fields as TransactionRecord, merchantId: 'm', requestHash: 'h"1', batchId: 'bat_x', line: 7, extras: { description: 'café "x"', card_brand: 'visa' } as never };
+    const expected = JSON.stringify(packRecord(tx));
+    expect(packedRecordJson(tx, JSON.stringify(packResultColumns(tx.record)))).toBe(expected);
+    expect(packedRecordJson(tx)).toBe(expected);
   });
 
   it('keeps a short value (a compact answer) as its UTF-8 bytes, not deflated, and reads it back exactly', () => {

@@ -211,6 +211,7 @@ function answerOperationNow(
         unsettled: applied.unsettled,
         capturedAt: applied.original.captured_at === null ? null : String(applied.original.captured_at),
         settledOn: now.settledOn,
+        ...(packed ? { resultJson: packed.record } : {}),
       },
       completion.now,
     );

@@ -71,8 +71,17 @@ export function encodeState(json: string, unsettled: boolean): string | ArrayBuf
 
 /** JSON text as it is stored: the encoding's byte, then the compressed bytes. */
 export function encodeStored(json: string): ArrayBuffer {
-  const bytes = utf8.encode(json);
   const short = json.length <= PLAIN_MAX_CHARS;
+  if (short) {
+    // ASCII (JSON records in practice) is as many bytes as characters: encoded in place after the
+    // encoding's byte, one buffer and no copy; other text's UTF-8 is longer, so it does not all fit.
+    const stored = new Uint8Array(json.length + 1);
+    if (utf8.encodeInto(json, stored.subarray(1)).read === json.length) {
+      stored[0] = PLAIN;
+      return stored.buffer;
+    }
+  }
+  const bytes = utf8.encode(json);
   const packed = short ? bytes : deflateRawSync(bytes, DEFLATE_OPTIONS);
   const stored = new Uint8Array(packed.length + 1);
   stored[0] = short ? PLAIN : DEFLATE_RAW;

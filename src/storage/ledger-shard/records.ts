@@ -89,6 +89,19 @@ export function packRecord(tx: StoredTransaction): PackedRecord {
   ];
 }
 
+/**
+ * JSON.stringify(packRecord(tx)), made from `resultJson`, the JSON of its record's result columns
+ * (packResultColumns, schemas/transaction-columns.ts), when the caller made that already: a batch
+ * capture's shard makes it for its answer, and the state's JSON is then that text inside its head
+ * and extras, not a second encoding of the record. The same text either way.
+ */
+export function packedRecordJson(tx: StoredTransaction, resultJson?: string): string {
+  if (resultJson === undefined) return JSON.stringify(packRecord(tx));
+  const head = JSON.stringify([tx.requestHash, tx.batchId, tx.line]);
+  const extras = JSON.stringify(EXTRA_COLUMNS.map((column) => tx.extras[column]));
+  return `${head.slice(0, -1)},${resultJson.slice(1, -1)},${extras.slice(1)}`;
+}
+
 export function unpackRecord(merchantId: string, packed: PackedRecord): StoredTransaction {
   const record = {} as Record<string, unknown>;
   RESULT_COLUMNS.forEach((column, i) => (record[column] = packed[HEAD + i] ?? null));

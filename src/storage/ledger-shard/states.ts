@@ -1,6 +1,6 @@
 /** A ledger shard's `states` table (storage/ledger-shard/schema.ts): transactions changed since processed, and refunds. */
 import { hasTables, schemaVersion } from './schema';
-import { packRecord, unpackRecord, type PackedRecord, type StoredTransaction } from './records';
+import { packedRecordJson, unpackRecord, type PackedRecord, type StoredTransaction } from './records';
 import { decodeStored, encodeState } from './record-codec';
 
 /** A transaction's current record once changed after processing (or a refund, whose only record this is). */
@@ -13,6 +13,8 @@ export interface StateRow {
   unsettled: boolean;
   capturedAt: string | null;
   settledOn: string | null;
+  /** The JSON of the record's result columns, when the writer made it already (packedRecordJson). */
+  resultJson?: string;
 }
 
 /** `record`: plain JSON text in rows written before compression, else the BLOB of record-codec.ts. */
@@ -51,7 +53,7 @@ export function stateRowValues(state: StateRow, updatedAt: string): [string, num
   return [
     String(state.stored.record.id),
     state.original ? 1 : 0,
-    encodeState(JSON.stringify(packRecord(state.stored)), state.unsettled),
+    encodeState(packedRecordJson(state.stored, state.resultJson), state.unsettled),
     state.amountRefunded,
     state.unsettled ? 1 : 0,
     state.capturedAt,
