@@ -54,41 +54,51 @@ const utf8 = new TextEncoder();
  * statements that read the small values from `json` bound to `json_each` and the large one from
  * `bytes` bound as a BLOB beside it: `substr(?2, value ->> n, value ->> n+1)` (substr counts a
  * BLOB's bytes; CAST … AS TEXT gives text back). Inside the JSON, a record's every quote was escaped
- * by JSON.stringify and unescaped again by SQLite's JSON reader: measured in workerd, 20,000 search
- * changes of a 620-byte record cost about 40 % less written this way, and a compressed record
- * needs no hex. Each group's JSON and bytes are at most JSON_PARAMETER_BYTES (half of what one
- * bound value may hold); one row is far under it.
+ * by JSON.stringify and unescaped again by SQLite's JSON reader, and a compressed record went as
+ * hex: measured in a 100,000-row capture file's profile, the states' statements took a fifth less
+ * SQLite time this way. Each group's bytes are encoded straight into one buffer. Each group's JSON
+ * and bytes are at most JSON_PARAMETER_BYTES (half of what one bound value may hold); one row is
+ * far under it (a larger one throws).
  */
 export function spannedGroups(rows: readonly { values: readonly unknown[]; large: string | ArrayBuffer }[]): SpannedGroup[] {
   const groups: SpannedGroup[] = [];
   let parts: string[] = [];
-  let pieces: Uint8Array[] = [];
+  // Each group's bytes are written straight into one buffer of the bound's size (no buffer a row).
+  let bytes = new Uint8Array(JSON_PARAMETER_BYTES);
   let jsonSize = 2;
   let byteSize = 0;
   const flush = () => {
     if (parts.length === 0) return;
-    const bytes = new Uint8Array(byteSize);
-    let at = 0;
-    for (const piece of pieces) {
-      bytes.set(piece, at);
-      at += piece.length;
-    }
-    groups.push({ json: `[${parts.join(',')}]`, bytes });
+    groups.push({ json: `[${parts.join(',')}]`, bytes: bytes.subarray(0, byteSize) });
     parts = [];
-    pieces = [];
+    bytes = new Uint8Array(JSON_PARAMETER_BYTES);
     jsonSize = 2;
     byteSize = 0;
   };
+  /** Writes `large` at byteSize; its length, or null when the rest of the buffer cannot hold it. */
+  const put = (large: string | ArrayBuffer): number | null => {
+    if (typeof large !== 'string') {
+      if (byteSize + large.byteLength > bytes.length) return null;
+      bytes.set(new Uint8Array(large), byteSize);
+      return large.byteLength;
+    }
+    const { read, written } = utf8.encodeInto(large, bytes.subarray(byteSize));
+    return read === large.length ? written : null;
+  };
   for (const row of rows) {
-    const piece = typeof row.large === 'string' ? utf8.encode(row.large) : new Uint8Array(row.large);
     const values = JSON.stringify(row.values).slice(1, -1);
     // The offset and length take at most 16 characters, with their commas and brackets.
     const size = utf8Bytes(values) + 20;
-    if (parts.length > 0 && (jsonSize + size > JSON_PARAMETER_BYTES || byteSize + piece.length > JSON_PARAMETER_BYTES)) flush();
-    parts.push(`[${values}${values === '' ? '' : ','}${byteSize + 1},${piece.length}]`);
-    pieces.push(piece);
+    if (parts.length > 0 && jsonSize + size > JSON_PARAMETER_BYTES) flush();
+    let length = put(row.large);
+    if (length === null && parts.length > 0) {
+      flush();
+      length = put(row.large);
+    }
+    if (length === null) throw new Error(`a value of ${typeof row.large === 'string' ? utf8Bytes(row.large) : row.large.byteLength} bytes is more than one bound value holds`);
+    parts.push(`[${values}${values === '' ? '' : ','}${byteSize + 1},${length}]`);
     jsonSize += size;
-    byteSize += piece.length;
+    byteSize += length;
   }
   flush();
   return groups;
