@@ -175,7 +175,9 @@ export async function pageRecords(sql: SqlStorage, shard: ShardIdentity, wants: 
     }
   }
   return wants.map((want, i) => {
-    for (const page of [...(pagesOf[i] ?? [])].sort()) {
+    const pages = pagesOf[i] ?? new Set<string>();
+    // In page order (one page, the usual case, needs no sort).
+    for (const page of pages.size > 1 ? [...pages].sort() : pages) {
       const record = found.get(`${page}\n${want.id}`);
       if (record) return record;
     }

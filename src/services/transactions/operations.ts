@@ -166,9 +166,10 @@ export async function operateMany(
       completions.forEach(({ c }, i) => {
         const answer = answers[i] ?? { answer: '' };
         if (answer.packed) {
-          const record = unpackResultColumns(JSON.parse(answer.packed.record) as unknown[]);
           const { amountRefunded } = answer.packed;
-          const outcome: OperationOutcome = { ok: true, status: 200, record: transactionView(record, amountRefunded), replayed: false };
+          // One object: the answer's record, and the transaction the search indexes (from `packed`, its columns only).
+          const record = Object.assign(unpackResultColumns(JSON.parse(answer.packed.record) as unknown[]), { amount_refunded: amountRefunded });
+          const outcome: OperationOutcome = { ok: true, status: 200, record, replayed: false };
           outcomes[c.index] = { outcome, current: { record, amountRefunded, packed: answer.packed.record } };
           return;
         }

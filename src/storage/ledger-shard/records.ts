@@ -4,7 +4,7 @@
  * CSV's columns in order, then the request fields the CSV has no column for. A packed record holds
  * no card number and no CVC.
  */
-import { RESULT_COLUMNS, type ResultColumn, type TransactionRecord } from '../../schemas/transaction-columns';
+import { RESULT_COLUMNS, unpackResultColumns, type ResultColumn, type TransactionRecord } from '../../schemas/transaction-columns';
 
 /** A record in this status is a claim: its key is taken and the processor may be being asked. */
 export const CLAIMED_STATUS = 'processing';
@@ -103,12 +103,12 @@ export function packedRecordJson(tx: StoredTransaction, resultJson?: string): st
 }
 
 export function unpackRecord(merchantId: string, packed: PackedRecord): StoredTransaction {
-  const record = {} as Record<string, unknown>;
-  RESULT_COLUMNS.forEach((column, i) => (record[column] = packed[HEAD + i] ?? null));
+  // The record in one shape with its fields in place (unpackResultColumns), not a dictionary.
+  const record = unpackResultColumns(packed, HEAD);
   const extras = {} as Record<string, unknown>;
   EXTRA_COLUMNS.forEach((column, i) => (extras[column] = packed[HEAD + RESULT_COLUMNS.length + i] ?? null));
   return {
-    record: record as unknown as TransactionRecord,
+    record,
     merchantId,
     requestHash: typeof packed[0] === 'string' ? packed[0] : '',
     batchId: typeof packed[1] === 'string' ? packed[1] : null,

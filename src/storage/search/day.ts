@@ -190,7 +190,9 @@ export type PackedRecord = unknown[];
 
 /** A record as the search stores it: its result columns in order (schemas/transaction-columns.ts). */
 export const packRecord: (record: TransactionRecord) => PackedRecord = packResultColumns;
-export const unpackRecord: (packed: PackedRecord) => TransactionRecord = unpackResultColumns;
+export function unpackRecord(packed: PackedRecord): TransactionRecord {
+  return unpackResultColumns(packed);
+}
 
 /** A unit row to write: its records already encoded by the object (gzip for a chunk). */
 export interface UnitRow extends UnitKey {
