@@ -11,6 +11,9 @@ import { gunzipText } from '../../src/lib/gzip';
 import { createChargeTable } from '../../src/storage/sandbox-calls';
 import { createShardTables, unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
 import { decodeStored } from '../../src/storage/ledger-shard/record-codec';
+import type { OperationRequest } from '../../src/storage/ledger-shard';
+import { locateTransaction } from '../../src/services/transactions/engine';
+import { sha256Hex } from '../../src/lib/crypto';
 
 export function batchShardName(merchantId: string, batchId: string): string {
   return ledgerShardName({ kind: 'batch', merchantId, batchId });
@@ -179,4 +182,30 @@ export async function merchantEntries(merchantId: string): Promise<StoredTransac
     ...results.map((row) => batchShardName(merchantId, row.id)),
   ];
   return (await Promise.all(names.map(shardEntryList))).flat();
+}
+
+/**
+ * A capture of `transactionId` claimed in its ledger shard under `{id}:capture:{clientKey}` (the
+ * whole amount), as a batch chunk's claim call makes it; the shard, the request and its time, for
+ * the test to answer it.
+ */
+export async function claimedCapture(merchantId: string, transactionId: string, clientKey: string) {
+  const now = new Date();
+  const located = await locateTransaction(env, merchantId, transactionId, now);
+  if (!located.ok) throw new Error(`transaction ${transactionId} not found`);
+  const iso = now.toISOString();
+  const request: OperationRequest = {
+    transactionId,
+    query: located.query,
+    kind: 'capture',
+    key: `${transactionId}:capture:${clientKey}`,
+    requestHash: await sha256Hex(JSON.stringify({ amount: null })),
+    amount: null,
+    now: iso,
+    expiredBefore: '2000-01-01T00:00:00.000Z',
+    staleBefore: '2000-01-01T00:00:00.000Z',
+  };
+  const begun = await located.shard.stub.beginOperations(located.shard.identity, [request]);
+  if (!Array.isArray(begun) || begun[0]?.outcome !== 'claimed') throw new Error(`the capture was not claimed: ${JSON.stringify(begun)}`);
+  return { stub: located.shard.stub, identity: located.shard.identity, request, iso };
 }

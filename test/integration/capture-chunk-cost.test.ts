@@ -10,6 +10,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { watchObjectSql } from '../helpers/sql-watch';
+import { claimedCapture } from '../helpers/ledger';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
 import { operationCountsOf, operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
@@ -107,14 +108,7 @@ describe('a capture answered packed (a batch chunk asks so)', () => {
     const made = await call('POST', '/api/transaction', { key: shop.secretKey, body: AUTHORIZE });
     const auth = (await made.json<Envelope<TxRecord>>()).data;
     const id = String(auth.id);
-    const now = new Date();
-    const located = await locateTransaction(env, shop.id, id, now);
-    if (!located.ok) throw new Error('not found');
-    const { stub, identity } = located.shard;
-    const iso = now.toISOString();
-    const request: OperationRequest = { transactionId: id, query: located.query, kind: 'capture', key: `${id}:capture:packed1`, requestHash: await sha256Hex(JSON.stringify({ amount: null })), amount: null, now: iso, expiredBefore: '2000-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' };
-    const begun = await stub.beginOperations(identity, [request]);
-    expect(Array.isArray(begun) && begun.map((b) => b.outcome)).toEqual(['claimed']);
+    const { stub, identity, request, iso } = await claimedCapture(shop.id, id, 'packed1');
     const answers = await stub.completeOperations(identity, [
       { key: request.key, query: request.query, result: APPROVED, now: iso, expiredBefore: request.expiredBefore, idempotencyKey: 'packed1', ipAddress: null, claimed: { transactionId: id, kind: 'capture' }, packed: true },
     ]);

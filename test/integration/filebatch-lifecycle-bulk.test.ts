@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { QUEUE_TEST_TIMEOUT, createUnqueuedBatch, csv, deliver, markQueuedWithoutSending, parseResult, status } from '../helpers/batch';
 import { resultPartKey } from '../../src/storage/batch-files';
+import { claimedCapture } from '../helpers/ledger';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
 import { utcDay } from '../../src/services/transactions/ledger';
@@ -141,19 +142,10 @@ describe('an answer that names what its claim acts on', () => {
   it('fails, writing nothing, when it names another operation than the claim under its key; named rightly, it answers', async () => {
     const auth = await create(AUTHORIZE);
     const id = String(auth.id);
-    const now = new Date();
-    const located = await locateTransaction(env, shop.id, id, now);
-    if (!located.ok) throw new Error('not found');
-    const { stub, identity } = located.shard;
-    const iso = now.toISOString();
-    const key = `${id}:capture:named1`;
-    const begun = await stub.beginOperations(identity, [
-      { transactionId: id, query: located.query, kind: 'capture', key, requestHash: await sha256Hex('{"amount":null}'), amount: null, now: iso, expiredBefore: '2000-01-01T00:00:00.000Z', staleBefore: '2000-01-01T00:00:00.000Z' },
-    ]);
-    expect(Array.isArray(begun) && begun.map((b) => b.outcome)).toEqual(['claimed']);
+    const { stub, identity, request, iso } = await claimedCapture(shop.id, id, 'named1');
     const completion = (kind: OperationKind): OperationCompletion => ({
-      key,
-      query: located.query,
+      key: request.key,
+      query: request.query,
       result: APPROVED,
       now: iso,
       expiredBefore: '2000-01-01T00:00:00.000Z',
