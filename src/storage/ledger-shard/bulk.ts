@@ -63,15 +63,20 @@ const utf8 = new TextEncoder();
 export function spannedGroups(rows: readonly { values: readonly unknown[]; large: string | ArrayBuffer }[]): SpannedGroup[] {
   const groups: SpannedGroup[] = [];
   let parts: string[] = [];
-  // Each group's bytes are written straight into one buffer of the bound's size (no buffer a row).
-  let bytes = new Uint8Array(JSON_PARAMETER_BYTES);
+  // Each group's bytes are written straight into one buffer (no buffer a row), as large as the rows
+  // left could need (UTF-8 is at most three bytes a UTF-16 unit), at most the bound: one API
+  // operation's state takes a few KB, a chunk's the bound.
+  let left = 0;
+  for (const row of rows) left += typeof row.large === 'string' ? row.large.length * 3 : row.large.byteLength;
+  const buffer = () => new Uint8Array(Math.min(JSON_PARAMETER_BYTES, left));
+  let bytes = buffer();
   let jsonSize = 2;
   let byteSize = 0;
   const flush = () => {
     if (parts.length === 0) return;
     groups.push({ json: `[${parts.join(',')}]`, bytes: bytes.subarray(0, byteSize) });
     parts = [];
-    bytes = new Uint8Array(JSON_PARAMETER_BYTES);
+    bytes = buffer();
     jsonSize = 2;
     byteSize = 0;
   };
@@ -99,6 +104,7 @@ export function spannedGroups(rows: readonly { values: readonly unknown[]; large
     parts.push(`[${values}${values === '' ? '' : ','}${byteSize + 1},${length}]`);
     jsonSize += size;
     byteSize += length;
+    left -= typeof row.large === 'string' ? row.large.length * 3 : row.large.byteLength;
   }
   flush();
   return groups;
