@@ -17,7 +17,7 @@
  * A transaction's change is the furthest along (rank) of its row and its unit's block entries; at
  * the same rank a block entry wins, and of two block entries the later. A unit keeps at most
  * MAX_BLOCKS_PER_UNIT blocks: the write that would pass it folds them into one, each transaction's
- * change only, so reading a unit's blocks reads at most its transactions' changes a few times over.
+ * change only, so a unit's blocks hold each of its transactions at most twice.
  *
  * Rows of `changes` travel as a JSON array bound to `json_each` with their records as bytes beside
  * it (storage/ledger-shard/bulk.ts, spannedGroups); two bound parameters however many rows
@@ -31,8 +31,15 @@ import { unitKeyString, unpackRecord, type ChangeRow, type ChangeWrite, type Pac
 /** A call's changes on one unit go into a block when there are at least this many (fewer: rows of their own). */
 export const BLOCK_MIN_CHANGES = 16;
 
-/** The blocks a unit keeps at most; the write that would pass it folds them into one. */
-export const MAX_BLOCKS_PER_UNIT = 8;
+/**
+ * The blocks a unit keeps at most; the write that would pass it folds them into one. Two: a unit's
+ * transactions are then held at most twice (a capture file's block, a refund file's), about 1.6 KB
+ * a changed transaction where a change row kept one copy, so a part holding a `max` merchant's
+ * 1.25 million batch rows of a day, all changed, stays about 2 GB, under half an object's 5 GB
+ * (docs/capacity.md). A third lifecycle file on the same transactions pays the fold (its unit's two
+ * blocks read and written again once).
+ */
+export const MAX_BLOCKS_PER_UNIT = 2;
 
 /** Whether the object has the blocks table (an object of an older build gets it on its next write). */
 function hasBlocks(sql: SqlStorage): boolean {
