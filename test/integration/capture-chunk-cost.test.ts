@@ -13,7 +13,7 @@ import { watchObjectSql } from '../helpers/sql-watch';
 import { claimedCapture } from '../helpers/ledger';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
-import { operationCountsOf, operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
+import { OpenOperationBlocks, operationCountsOf, operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
 import { unpackResultColumns, type TransactionRecord } from '../../src/schemas/transaction-columns';
 
 type TxRecord = Record<string, string | number | boolean | null>;
@@ -151,6 +151,8 @@ describe("a transaction's operations counted", () => {
     const counted = await runInDurableObject(located.shard.stub, (_instance, state) => {
       const sql = state.storage.sql;
       const total = sql.exec<{ n: number }>('SELECT COUNT(*) AS n FROM operations').one().n;
+      // The claims in flight in blocks are read once a step for all its transactions (operation-blocks.ts), not per transaction.
+      const open = OpenOperationBlocks.read(sql);
       const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
       const exec = sql.exec.bind(sql);
       sql.exec = ((query: string, ...bindings: unknown[]) => {
@@ -159,7 +161,7 @@ describe("a transaction's operations counted", () => {
         return cursor;
       }) as typeof sql.exec;
       try {
-        const counts = operationCountsOf(sql, [target]).get(target);
+        const counts = operationCountsOf(sql, [target], open).get(target);
         return { total, counts, rowsRead: cursors.reduce((sum, c) => sum + c.rowsRead, 0) };
       } finally {
         sql.exec = exec;

@@ -11,7 +11,9 @@ import {
   answerOperations,
   COUNTS_ROW_FROM,
   findOperations,
+  insertAnsweredOperations,
   insertOperations,
+  OpenOperationBlocks,
   operationCountsOf,
   pageMarks,
   pageRowKey,
@@ -39,6 +41,9 @@ export class OperationStep {
   readonly #claims: OperationRow[] = [];
   readonly #countsWritten = new Map<string, OperationCounts>();
   readonly #answers: OperationRow[] = [];
+  /** Claims held in a block, answered: each a new row (operation-blocks.ts). */
+  readonly #answeredFromBlocks: OperationRow[] = [];
+  readonly #blocks: OpenOperationBlocks;
   readonly #stateWrites: { state: StateRow; updatedAt: string }[] = [];
   readonly #receipts: ReceiptEntry[] = [];
 
@@ -48,9 +53,11 @@ export class OperationStep {
    */
   constructor(sql: SqlStorage, merchantId: string, read: { keys: readonly string[]; ids: readonly string[]; found: readonly (PageRecord | null)[]; claims: boolean }) {
     this.#sql = sql;
-    this.#operations = findOperations(sql, read.keys);
-    this.#pending = read.claims ? pendingOperationsOf(sql, read.ids) : new Map();
-    this.#counts = read.claims ? operationCountsOf(sql, read.ids) : new Map();
+    // The open blocks of claims, read once for the step (at most MAX_OPEN_OPERATION_BLOCKS rows).
+    this.#blocks = OpenOperationBlocks.read(sql);
+    this.#operations = findOperations(sql, read.keys, this.#blocks);
+    this.#pending = read.claims ? pendingOperationsOf(sql, read.ids, this.#blocks) : new Map();
+    this.#counts = read.claims ? operationCountsOf(sql, read.ids, this.#blocks) : new Map();
     this.#states = readStatesOf(sql, merchantId, read.ids);
     this.#marks = pageMarks(sql, [...new Set(read.found.flatMap((f) => (f ? [f.row.page] : [])))]);
   }
@@ -97,7 +104,10 @@ export class OperationStep {
     const answered = { ...claimed, answer };
     this.#operations.set(key, answered);
     if (this.#pending.get(claimed.transactionId)?.key === key) this.#pending.delete(claimed.transactionId);
-    this.#answers.push(answered);
+    if (this.#blocks.holds(key)) {
+      this.#blocks.drop(key);
+      this.#answeredFromBlocks.push(answered);
+    } else this.#answers.push(answered);
   }
 
   writeState(state: StateRow, updatedAt: string): void {
@@ -112,10 +122,13 @@ export class OperationStep {
 
   /** Writes what the step recorded; call inside the step's storage transaction. */
   flush(): void {
-    insertOperations(this.#sql, this.#claims);
+    // A chunk's claims as one block row when there is room; a few (an API operation's), a row each.
+    if (!this.#blocks.writeClaims(this.#claims)) insertOperations(this.#sql, this.#claims);
     writeOperationCounts(this.#sql, this.#countsWritten);
     writeStates(this.#sql, this.#stateWrites);
+    insertAnsweredOperations(this.#sql, this.#answeredFromBlocks);
     answerOperations(this.#sql, this.#answers);
+    this.#blocks.flush();
     queueReceipts(
       this.#sql,
       this.#receipts.map((receipt) => ({ page: receipt.transactionId, entries: [receipt] })),

@@ -7,38 +7,15 @@
  * (spannedGroups). A group of any size takes a few statements per table, not one per row (answers
  * excepted: answerOperations); the statement text itself is fixed and short (DURABLE_OBJECTS.statementBytes).
  */
-import { DURABLE_OBJECTS, HALF } from '../../lib/platform-limits';
 import { utf8Bytes, type PageRow } from './pages';
+import { JSON_PARAMETER_BYTES, jsonArrays } from './json-arrays';
 import { hasTables } from './schema';
 import { readStates, stateRowValues, type StateRow } from './states';
 import { operationFromSql, type OperationKind, type OperationRow, type OperationSql } from './operations';
 import { encodeStored } from './record-codec';
+import { OpenOperationBlocks } from './operation-blocks';
 
-/** The JSON one bound parameter carries at most. */
-export const JSON_PARAMETER_BYTES = DURABLE_OBJECTS.rowBytes * HALF;
-
-/**
- * `values` as JSON arrays of at most JSON_PARAMETER_BYTES each, in order (a value larger than that
- * alone would travel alone; every value here is an id, a key or one record, far under it).
- */
-export function jsonArrays(values: readonly unknown[]): string[] {
-  const arrays: string[] = [];
-  let parts: string[] = [];
-  let size = 2;
-  for (const value of values) {
-    const text = JSON.stringify(value);
-    const bytes = utf8Bytes(text) + 1;
-    if (parts.length > 0 && size + bytes > JSON_PARAMETER_BYTES) {
-      arrays.push(`[${parts.join(',')}]`);
-      parts = [];
-      size = 2;
-    }
-    parts.push(text);
-    size += bytes;
-  }
-  if (parts.length > 0) arrays.push(`[${parts.join(',')}]`);
-  return arrays;
-}
+export { JSON_PARAMETER_BYTES, jsonArrays };
 
 /** Statements whose rows each carry one large value (a record) as bytes beside the JSON of the rest. */
 export interface SpannedGroup {
@@ -111,12 +88,19 @@ export function spannedGroups(rows: readonly { values: readonly unknown[]; large
 }
 
 /**
- * The operations under `keys` (claimed or answered), by key. Rows read as arrays (`raw()`): a
- * chunk's answers read its 500 claims back, and a row as an object cost twice the time to build.
+ * The operations under `keys` (claimed or answered, in a row or an open block), by key. Rows read as
+ * arrays (`raw()`): a row as an object cost twice the time to build.
  */
-export function findOperations(sql: SqlStorage, keys: readonly string[]): Map<string, OperationRow> {
+export function findOperations(sql: SqlStorage, keys: readonly string[], open: OpenOperationBlocks = OpenOperationBlocks.read(sql)): Map<string, OperationRow> {
   const found = new Map<string, OperationRow>();
-  for (const array of jsonArrays([...new Set(keys)])) {
+  // A batch chunk's claims are in a block (operation-blocks.ts): the keys it holds need no row read.
+  const inRows: string[] = [];
+  for (const key of new Set(keys)) {
+    const held = open.operation(key);
+    if (held) found.set(key, held);
+    else inRows.push(key);
+  }
+  for (const array of jsonArrays(inRows)) {
     const rows = sql
       .exec('SELECT key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer FROM operations WHERE key IN (SELECT value FROM json_each(?))', array)
       .raw();
@@ -135,7 +119,14 @@ export function findOperations(sql: SqlStorage, keys: readonly string[]): Map<st
  */
 export function operationTargets(sql: SqlStorage, keys: readonly string[]): Map<string, { transactionId: string; kind: OperationKind; open: boolean }> {
   const found = new Map<string, { transactionId: string; kind: OperationKind; open: boolean }>();
-  for (const array of jsonArrays([...new Set(keys)])) {
+  const blocks = OpenOperationBlocks.read(sql);
+  const inRows: string[] = [];
+  for (const key of new Set(keys)) {
+    const held = blocks.operation(key);
+    if (held) found.set(key, { transactionId: held.transactionId, kind: held.kind, open: true });
+    else inRows.push(key);
+  }
+  for (const array of jsonArrays(inRows)) {
     for (const [key, transactionId, kind, open] of sql.exec('SELECT key, transaction_id, kind, answer IS NULL FROM operations WHERE key IN (SELECT value FROM json_each(?))', array).raw()) {
       found.set(String(key), { transactionId: String(transactionId), kind: kind as OperationKind, open: open === 1 });
     }
@@ -143,9 +134,13 @@ export function operationTargets(sql: SqlStorage, keys: readonly string[]): Map<
   return found;
 }
 
-/** The operation claimed and not answered on each of `ids` that has one (one at a time per transaction), by transaction. */
-export function pendingOperationsOf(sql: SqlStorage, ids: readonly string[]): Map<string, OperationRow> {
+/** The operation claimed and not answered on each of `ids` that has one (one at a time per transaction; in a row or a block), by transaction. */
+export function pendingOperationsOf(sql: SqlStorage, ids: readonly string[], open: OpenOperationBlocks = OpenOperationBlocks.read(sql)): Map<string, OperationRow> {
   const found = new Map<string, OperationRow>();
+  for (const id of ids) {
+    const held = open.pendingOf(id);
+    if (held) found.set(id, held);
+  }
   for (const array of jsonArrays([...new Set(ids)])) {
     const rows = sql.exec<OperationSql>(
       'SELECT * FROM operations INDEXED BY operations_pending WHERE answer IS NULL AND transaction_id IN (SELECT value FROM json_each(?))',
@@ -173,7 +168,7 @@ export const COUNTS_ROW_FROM = 16;
  * before, else (fewer than COUNTS_ROW_FROM, operated on before the counts existed, or never)
  * counted from its rows.
  */
-export function operationCountsOf(sql: SqlStorage, ids: readonly string[]): Map<string, OperationCounts> {
+export function operationCountsOf(sql: SqlStorage, ids: readonly string[], open: OpenOperationBlocks = OpenOperationBlocks.read(sql)): Map<string, OperationCounts> {
   const counts = new Map<string, OperationCounts>();
   const distinct = [...new Set(ids)];
   for (const array of jsonArrays(distinct)) {
@@ -193,7 +188,12 @@ export function operationCountsOf(sql: SqlStorage, ids: readonly string[]): Map<
     );
     for (const row of rows) counts.set(row.id, { operations: row.operations, refunds: row.refunds });
   }
-  for (const id of uncounted) if (!counts.has(id)) counts.set(id, { operations: 0, refunds: 0 });
+  for (const id of uncounted) {
+    const counted = counts.get(id) ?? { operations: 0, refunds: 0 };
+    // A claim in a block has no row yet: it counts as its row will.
+    const held = open.pendingOf(id);
+    counts.set(id, held ? { operations: counted.operations + 1, refunds: counted.refunds + (held.kind === 'refund' ? 1 : 0) } : counted);
+  }
   return counts;
 }
 
@@ -243,6 +243,23 @@ export function writeOperationCounts(sql: SqlStorage, counts: ReadonlyMap<string
        SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?) WHERE true
        ON CONFLICT (transaction_id) DO UPDATE SET operations = excluded.operations, refunds = excluded.refunds`,
       array,
+    );
+  }
+}
+
+/**
+ * Operations claimed in a block, answered: each written whole as its row (values in the JSON, the
+ * answer as stored, record-codec.ts, in the BLOB beside it: spannedGroups), a few statements for a
+ * chunk's. Its block entry is dropped in the same step (operation-blocks.ts).
+ */
+export function insertAnsweredOperations(sql: SqlStorage, answered: readonly OperationRow[]): void {
+  const rows = answered.map((op) => ({ values: [op.key, op.transactionId, op.kind, op.requestHash, op.amount, op.refundId, op.createdAt], large: encodeStored(op.answer ?? '') }));
+  for (const { json, bytes } of spannedGroups(rows)) {
+    sql.exec(
+      `INSERT INTO operations (key, transaction_id, kind, request_hash, amount, refund_id, created_at, answer)
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, substr(?2, value ->> 7, value ->> 8) FROM json_each(?1)`,
+      json,
+      bytes,
     );
   }
 }

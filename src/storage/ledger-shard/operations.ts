@@ -51,18 +51,6 @@ if (MAX_OPERATIONS_PER_TRANSACTION * MAX_OPERATION_ROW_BYTES > DURABLE_OBJECTS.s
   throw new Error("one transaction's operations could pass half of an object's storage");
 }
 
-/** Which of `ids` have an operation claimed and not answered (a settlement run leaves them out). */
-export function transactionsInFlight(sql: SqlStorage, ids: readonly string[]): Set<string> {
-  if (ids.length === 0) return new Set();
-  const rows = sql
-    .exec<{ id: string }>(
-      'SELECT DISTINCT transaction_id AS id FROM operations INDEXED BY operations_pending WHERE answer IS NULL AND transaction_id IN (SELECT value FROM json_each(?))',
-      JSON.stringify(ids),
-    )
-    .toArray();
-  return new Set(rows.map((row) => row.id));
-}
-
 /**
  * The keys of a transaction's operations: every key is `{transaction id}:{kind}:{client key}`
  * (services/transactions/operations.ts makes them; a claim of another form is refused), so they are
@@ -91,10 +79,6 @@ export function surchargeRefunded(sql: SqlStorage, transactionId: string): numbe
     if (kept.response === 'approved') total += Number(kept.service_fee ?? 0);
   }
   return total;
-}
-
-export function deleteOperation(sql: SqlStorage, key: string): void {
-  sql.exec('DELETE FROM operations WHERE key = ? AND answer IS NULL', key);
 }
 
 /** A processor's answer to a charge or an operation (services' ChargeResult is this type). */

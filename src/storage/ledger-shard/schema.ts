@@ -11,7 +11,9 @@
  *               of its own, keyed by its id, as plain JSON (its request hash is dropped later in place)
  *   states      the current record of every transaction changed since processed, and refunds
  *   operations  each capture, void and refund under its key; `operation_counts` how many a
- *               transaction has had (its bound, and its refunds' numbers, without reading them all)
+ *               transaction has had (its bound, and its refunds' numbers, without reading them all);
+ *               `operation_blocks` a batch chunk's claims, one row, until each is answered as an
+ *               `operations` row (operation-blocks.ts)
  *   meta        when the shard's period started, when its request hashes are cleared, when it is
  *               archived; whether it is in its merchant's settlement index
  *   receipt_outbox  the email receipts its transactions ask for (storage/receipt-outbox.ts)
@@ -119,6 +121,13 @@ const MIGRATIONS: readonly string[] = [
   // 8. A transaction's operations are found by their keys, which begin with its id (operationKeyRange
   // in operations.ts): the index on transaction_id cost every claim a third B-tree write.
   `DROP INDEX IF EXISTS operations_transaction;`,
+  // 9. A batch chunk's claims of operations as one row while they are with their processors
+  // (operation-blocks.ts); each becomes an `operations` row with its answer.
+  `CREATE TABLE IF NOT EXISTS operation_blocks (
+     id INTEGER PRIMARY KEY,
+     created_at TEXT NOT NULL,
+     entries TEXT NOT NULL
+   );`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -164,6 +173,7 @@ function tablesVersion(sql: SqlStorage): number {
   const recorded = sql.exec<{ v: number }>('SELECT schema_version AS v FROM meta').toArray()[0]?.v;
   if (recorded !== undefined) return recorded;
   const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name);
+  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'operation_blocks'").toArray().length > 0) return 9;
   if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settled_pieces'").toArray().length > 0) {
     return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'operations_transaction'").toArray().length > 0 ? 7 : 8;
   }

@@ -7,6 +7,7 @@ import { hasTables, schemaVersion } from './schema';
 import type { HandoffPiece } from './handoff';
 import type { PageRow } from './pages';
 import { stateFromSql, type StateRow, type StateSql } from './states';
+import { NOT_IN_OPERATION_BLOCKS } from './operation-blocks';
 
 export type { SettledEntry } from './handoff';
 
@@ -56,7 +57,8 @@ export function unsettledPageRows(sql: SqlStorage, before: string, cursor: Settl
  */
 export function unsettledStates(sql: SqlStorage, merchantId: string, before: string, afterId: string | null, limit: number): StateRow[] {
   // The operations in flight are few (one per transaction at most): the subquery reads them once.
-  const notInFlight = 'id NOT IN (SELECT transaction_id FROM operations INDEXED BY operations_pending WHERE answer IS NULL)';
+  // Those claimed in a block (operation-blocks.ts): at most MAX_OPEN_OPERATION_BLOCKS rows, read once too.
+  const notInFlight = `id NOT IN (SELECT transaction_id FROM operations INDEXED BY operations_pending WHERE answer IS NULL) AND ${NOT_IN_OPERATION_BLOCKS}`;
   const rows =
     afterId === null
       ? sql.exec<StateSql>(`SELECT * FROM states INDEXED BY states_unsettled WHERE unsettled = 1 AND captured_at < ? AND ${notInFlight} ORDER BY id LIMIT ?`, before, limit).toArray()

@@ -1,0 +1,198 @@
+/**
+ * A batch chunk's claims of captures, voids and refunds kept as one row while they are with their
+ * processors (storage/ledger-shard/operation-blocks.ts): in flight exactly as claims in rows (another
+ * operation on the transaction waits, settlement leaves them out, they count), each answer its own
+ * row, a crashed holder's claims found abandoned and settled one by one, and the open blocks bounded.
+ */
+import { env } from 'cloudflare:workers';
+import { runInDurableObject } from 'cloudflare:test';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
+import { locateTransaction } from '../../src/services/transactions/engine';
+import { sha256Hex } from '../../src/lib/crypto';
+import {
+  MAX_OPEN_OPERATION_BLOCKS,
+  OPERATION_BLOCK_MIN_CLAIMS,
+  OpenOperationBlocks,
+  operationCountsOf,
+  transactionsInFlight,
+  type OperationCompletion,
+  type OperationRequest,
+  type OperationResult,
+} from '../../src/storage/ledger-shard';
+
+const AUTHORIZE = { transaction_type: 'authorize', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 };
+const APPROVED: OperationResult = {
+  response: 'approved',
+  responseCode: 100,
+  amountAuthorized: 1000,
+  authCode: 'A1',
+  processorResponseCode: '00',
+  processorResponseText: 'Approved',
+  avsResponseCode: null,
+  cvvResponseCode: null,
+};
+const LONG_AGO = '2000-01-01T00:00:00.000Z';
+
+let shop: TestMerchant;
+beforeAll(async () => {
+  shop = await createMerchant({ name: 'Operation Blocks Shop' });
+});
+
+/** `n` authorizations by API (one API-day shard), and a capture claim request for each under `tag`. */
+async function authorizations(n: number, tag: string) {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const response = await call('POST', '/api/transaction', { key: shop.secretKey, body: AUTHORIZE });
+    expect(response.status).toBe(201);
+    ids.push(String((await response.json<Envelope<{ id: string }>>()).data.id));
+  }
+  const now = new Date();
+  const located = await Promise.all(ids.map((id) => locateTransaction(env, shop.id, id, now)));
+  const first = located[0];
+  if (!first?.ok) throw new Error('not found');
+  const requestHash = await sha256Hex(JSON.stringify({ amount: null }));
+  const requests: OperationRequest[] = located.map((l, i) => {
+    if (!l.ok || l.shard.identity.name !== first.shard.identity.name) throw new Error('not in one shard');
+    const id = ids[i] ?? '';
+    return { transactionId: id, query: l.query, kind: 'capture', key: `${id}:capture:${tag}${i}`, requestHash, amount: null, now: now.toISOString(), expiredBefore: LONG_AGO, staleBefore: LONG_AGO };
+  });
+  const completion = (request: OperationRequest, i: number): OperationCompletion => ({
+    key: request.key,
+    query: request.query,
+    result: APPROVED,
+    now: new Date().toISOString(),
+    expiredBefore: LONG_AGO,
+    idempotencyKey: `${tag}${i}`,
+    ipAddress: null,
+    claimed: { transactionId: request.transactionId, kind: 'capture' },
+  });
+  return { ids, requests, completion, stub: first.shard.stub, identity: first.shard.identity };
+}
+
+/** The shard's operations rows under `keys`, its open blocks and the entries they hold. */
+async function stored(stub: DurableObjectStub, keys: readonly string[]) {
+  return runInDurableObject(stub, (_instance, state) => {
+    const sql = state.storage.sql;
+    const rows = sql
+      .exec<{ key: string; answered: number }>('SELECT key, answer IS NOT NULL AS answered FROM operations WHERE key IN (SELECT value FROM json_each(?))', JSON.stringify(keys))
+      .toArray();
+    const blocks = sql.exec<{ entries: string }>('SELECT entries FROM operation_blocks').toArray();
+    return { rows, blocks: blocks.length, entries: blocks.reduce((sum, b) => sum + (JSON.parse(b.entries) as unknown[]).length, 0) };
+  });
+}
+
+describe("a chunk's claims of operations", () => {
+  it('are one row while with their processors, in flight as claims in rows are; each answer is then its own row, and a replay gets it', async () => {
+    const { ids, requests, completion, stub, identity } = await authorizations(OPERATION_BLOCK_MIN_CLAIMS + 4, 'blk');
+    const keys = requests.map((r) => r.key);
+    const begun = await stub.beginOperations(identity, requests);
+    if (!Array.isArray(begun)) throw new Error(begun.failed);
+    expect(begun.map((b) => b.outcome)).toEqual(requests.map(() => 'claimed'));
+    // One block of 20 entries, no row per claim.
+    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, entries: requests.length });
+
+    // In flight: an API capture of one of them is told to ask again; a settlement run would leave
+    // them out; each counts as an operation of its transaction.
+    const racing = await call('POST', `/api/transaction/${ids[0]}/capture`, { key: shop.secretKey, body: {} });
+    expect(racing.status).toBe(409);
+    expect(racing.headers.get('Retry-After')).toBe('1');
+    const inFlight = await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      return { ids: [...transactionsInFlight(sql, ids)].sort(), counts: operationCountsOf(sql, ids.slice(0, 1)).get(ids[0] ?? '') };
+    });
+    expect(inFlight.ids).toEqual([...ids].sort());
+    expect(inFlight.counts).toEqual({ operations: 1, refunds: 0 });
+    // The same chunk sent again while it is held: in progress, nothing claimed twice.
+    const again = await stub.beginOperations(identity, requests);
+    if (!Array.isArray(again)) throw new Error(again.failed);
+    expect(new Set(again.map((b) => b.outcome))).toEqual(new Set(['in_progress']));
+
+    const answers = await stub.completeOperations(identity, requests.map(completion));
+    if (!Array.isArray(answers)) throw new Error(answers.failed);
+    const after = await stored(stub, keys);
+    expect(after.blocks).toBe(0);
+    expect(after.rows.map((r) => [r.key, r.answered]).sort()).toEqual(keys.map((k) => [k, 1]).sort());
+    // Each key answers its first answer, as a redelivered chunk gets it; the records read captured.
+    const replayed = await stub.beginOperations(identity, requests);
+    if (!Array.isArray(replayed)) throw new Error(replayed.failed);
+    expect(new Set(replayed.map((b) => b.outcome))).toEqual(new Set(['answered']));
+    const read = await call('GET', `/api/transaction/${ids[1]}`, { key: shop.secretKey });
+    expect((await read.json<Envelope<{ status: string; amount_captured: number }>>()).data).toMatchObject({ status: 'pending_settlement', amount_captured: 1000 });
+    // No longer in flight: the API's capture of the same authorization meets its new state.
+    expect((await call('POST', `/api/transaction/${ids[0]}/capture`, { key: shop.secretKey, body: {} })).status).toBe(409);
+    const counted = await runInDurableObject(stub, (_instance, state) => operationCountsOf(state.storage.sql, ids.slice(0, 1)).get(ids[0] ?? ''));
+    expect(counted).toEqual({ operations: 1, refunds: 0 });
+  });
+
+  it("left by a crashed holder are found abandoned, each settled or released on its own, and the block goes with the last", async () => {
+    const { requests, completion, stub, identity } = await authorizations(OPERATION_BLOCK_MIN_CLAIMS, 'crash');
+    const keys = requests.map((r) => r.key);
+    const begun = await stub.beginOperations(identity, requests);
+    if (!Array.isArray(begun)) throw new Error(begun.failed);
+    // The holder crashed; its chunk comes back after the claim timeout.
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const retried = await stub.beginOperations(identity, requests.map((r) => ({ ...r, staleBefore: later })));
+    if (!Array.isArray(retried)) throw new Error(retried.failed);
+    expect(new Set(retried.map((b) => b.outcome))).toEqual(new Set(['abandoned']));
+    // Half never reached the processor: released, one at a time; the other half did: answered one at a time.
+    const half = requests.length / 2;
+    for (const request of requests.slice(0, half)) expect(await stub.releaseOperation(identity, request.key)).toBe(true);
+    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, entries: half });
+    for (const [i, request] of requests.entries()) {
+      if (i < half) continue;
+      const done = await stub.completeOperation(identity, completion(request, i));
+      if ('failed' in done) throw new Error(done.failed);
+    }
+    const after = await stored(stub, keys);
+    expect(after.blocks).toBe(0);
+    expect(after.rows.map((r) => r.key).sort()).toEqual(keys.slice(half).sort());
+    // A released claim's key may be sent again (claimed anew); it stayed counted.
+    const [released] = requests;
+    if (!released) throw new Error('no request');
+    const [reclaimed] = (await stub.beginOperations(identity, [released])) as { outcome: string }[];
+    expect(reclaimed?.outcome).toBe('claimed');
+    const counted = await runInDurableObject(stub, (_instance, state) => operationCountsOf(state.storage.sql, [released.transactionId]).get(released.transactionId));
+    expect(counted).toMatchObject({ operations: 2, refunds: 0 });
+  });
+
+  it('of voids of captured transactions keep them out of a settlement run that goes by; answered, they read voided', async () => {
+    const { ids, requests, completion, stub, identity } = await authorizations(OPERATION_BLOCK_MIN_CLAIMS, 'held');
+    for (const id of ids) expect((await call('POST', `/api/transaction/${id}/capture`, { key: shop.secretKey, body: {} })).status).toBe(200);
+    const voids = requests.map((r, i) => ({ ...r, kind: 'void' as const, key: `${r.transactionId}:void:held${i}` }));
+    const begun = await stub.beginOperations(identity, voids);
+    if (!Array.isArray(begun)) throw new Error(begun.failed);
+    expect(new Set(begun.map((b) => b.outcome))).toEqual(new Set(['claimed']));
+    expect((await stored(stub, voids.map((v) => v.key))).blocks).toBe(1);
+    // A run while the voids are with their processor: it settles none of them.
+    expect((await admin('POST', `/admin/merchants/${shop.id}/settle`)).status).toBe(200);
+    const status = async (id: string) => (await (await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).json<Envelope<{ status: string }>>()).data.status;
+    for (const id of ids) expect(await status(id)).toBe('pending_settlement');
+    const answers = await stub.completeOperations(identity, voids.map((v, i) => ({ ...completion(v, i), claimed: { transactionId: v.transactionId, kind: 'void' as const } })));
+    if (!Array.isArray(answers)) throw new Error(answers.failed);
+    for (const id of ids) expect(await status(id)).toBe('voided');
+  });
+
+  it('are rows once the shard holds its bound of open blocks, so what a call reads of them stays bounded', async () => {
+    const { requests, stub, identity } = await authorizations(OPERATION_BLOCK_MIN_CLAIMS, 'full');
+    // Blocks left open (of transactions elsewhere), up to the bound.
+    await runInDurableObject(stub, (_instance, state) => {
+      for (let i = 0; i < MAX_OPEN_OPERATION_BLOCKS; i++) {
+        state.storage.sql.exec(
+          'INSERT INTO operation_blocks (created_at, entries) VALUES (?, ?)',
+          LONG_AGO,
+          JSON.stringify([[`txn_elsewhere${i}:void:k`, `txn_elsewhere${i}`, 'void', 'h', 0, null, LONG_AGO]]),
+        );
+      }
+    });
+    const begun = await stub.beginOperations(identity, requests);
+    if (!Array.isArray(begun)) throw new Error(begun.failed);
+    expect(new Set(begun.map((b) => b.outcome))).toEqual(new Set(['claimed']));
+    const held = await stored(stub, requests.map((r) => r.key));
+    expect(held.blocks).toBe(MAX_OPEN_OPERATION_BLOCKS);
+    expect(held.rows).toHaveLength(requests.length);
+    const open = await runInDurableObject(stub, (_instance, state) => OpenOperationBlocks.read(state.storage.sql).count);
+    expect(open).toBe(MAX_OPEN_OPERATION_BLOCKS);
+    await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("DELETE FROM operation_blocks WHERE entries LIKE '%txn_elsewhere%'"));
+  });
+});
