@@ -135,6 +135,24 @@ describe("a chunk's claims of operations", () => {
     const retried = await stub.beginOperations(identity, requests.map((r) => ({ ...r, staleBefore: later })));
     if (!Array.isArray(retried)) throw new Error(retried.failed);
     expect(new Set(retried.map((b) => b.outcome))).toEqual(new Set(['abandoned']));
+    // A step that dropped claims and then failed (rolled back) leaves them held, whatever this
+    // object remembers of the block it rewrote (one claim dropped: rewritten; all: deleted).
+    const kept = await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      return [keys.slice(0, 1), keys].map((drop) => {
+        expect(() =>
+          state.storage.transactionSync(() => {
+            const open = OpenOperationBlocks.read(sql);
+            for (const key of drop) open.drop(key);
+            open.flush();
+            throw new Error('a later write failed');
+          }),
+        ).toThrow('a later write failed');
+        const open = OpenOperationBlocks.read(sql);
+        return keys.filter((key) => open.operation(key) !== null).length;
+      });
+    });
+    expect(kept).toEqual([keys.length, keys.length]);
     // Half never reached the processor: released, one at a time; the other half did: answered one at a time.
     const half = requests.length / 2;
     for (const request of requests.slice(0, half)) expect(await stub.releaseOperation(identity, request.key)).toBe(true);
@@ -179,8 +197,9 @@ describe("a chunk's claims of operations", () => {
     await runInDurableObject(stub, (_instance, state) => {
       for (let i = 0; i < MAX_OPEN_OPERATION_BLOCKS; i++) {
         state.storage.sql.exec(
-          'INSERT INTO operation_blocks (created_at, entries) VALUES (?, ?)',
+          'INSERT INTO operation_blocks (created_at, token, entries) VALUES (?, ?, ?)',
           LONG_AGO,
+          `t${i}`,
           JSON.stringify([[`txn_elsewhere${i}:void:k`, `txn_elsewhere${i}`, 'void', 'h', 0, null, LONG_AGO]]),
         );
       }

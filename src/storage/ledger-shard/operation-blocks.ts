@@ -20,7 +20,9 @@
  * 130 KB, and a block is open from a chunk's claim call to its answer call, a second or two).
  */
 import type { OperationKind, OperationRow } from './operations';
-import { jsonArrays } from './json-arrays';
+import { JSON_PARAMETER_BYTES } from './json-arrays';
+import { utf8Bytes } from './pages';
+import { randomId } from '../../lib/crypto';
 
 /** A step claiming at least this many operations writes them as a block (fewer: a row each, as an API operation). */
 export const OPERATION_BLOCK_MIN_CLAIMS = 16;
@@ -44,15 +46,44 @@ function operationOf(entry: BlockEntry): OperationRow {
   return { key, transactionId, kind, requestHash, amount, refundId, createdAt, answer: null };
 }
 
+/** One block's entries and their look-ups, as written under one token (a rewrite is a new one). */
+class ParsedBlock {
+  readonly byKey = new Map<string, OperationRow>();
+  readonly byTransaction = new Map<string, OperationRow>();
+  constructor(readonly entries: readonly BlockEntry[]) {
+    for (const entry of entries) {
+      const op = operationOf(entry);
+      this.byKey.set(op.key, op);
+      this.byTransaction.set(op.transactionId, op);
+    }
+  }
+}
+
 /**
- * The shard's open blocks as read at one moment (inside a synchronous step, so as they are for the
- * whole step), with the changes the step makes to them, written by `flush`.
+ * The blocks this object instance has written or read, by id, with the token of the row they hold:
+ * a block row is written once and rewritten only without some entries, each time under a new random
+ * token, so a row whose token matches needs no reading or parsing (a chunk's claim and answer calls
+ * each read every open block's look-ups: parsed anew each call, that cost more than the rows it
+ * saves). A write rolled back leaves its token here and its old one in SQLite: a miss, read again.
+ */
+const parsedBlocks = new WeakMap<SqlStorage, Map<number, { token: string; block: ParsedBlock }>>();
+
+function blocksOf(sql: SqlStorage): Map<number, { token: string; block: ParsedBlock }> {
+  let blocks = parsedBlocks.get(sql);
+  if (!blocks) {
+    blocks = new Map();
+    parsedBlocks.set(sql, blocks);
+  }
+  return blocks;
+}
+
+/**
+ * The shard's open blocks as they are at one moment (read inside a synchronous step, so as they are
+ * for the whole step), with the changes the step makes to them, written by `flush`.
  */
 export class OpenOperationBlocks {
   readonly #sql: SqlStorage;
-  readonly #blocks = new Map<number, BlockEntry[]>();
-  readonly #byKey = new Map<string, { block: number; op: OperationRow }>();
-  readonly #byTransaction = new Map<string, OperationRow>();
+  readonly #blocks = new Map<number, ParsedBlock>();
   readonly #dropped = new Map<number, Set<string>>();
 
   private constructor(sql: SqlStorage) {
@@ -60,20 +91,28 @@ export class OpenOperationBlocks {
   }
 
   /**
-   * Reads the open blocks: at most MAX_OPEN_OPERATION_BLOCKS rows (see the bound above). The shard's
-   * tables must be at schema step 9 or later: every call that reads operations upgrades them first.
+   * The open blocks: at most MAX_OPEN_OPERATION_BLOCKS rows (see the bound above), each read and
+   * parsed only when this instance has not written or read it as it is. The shard's tables must be
+   * at schema step 9 or later: every call that reads operations upgrades them first.
    */
   static read(sql: SqlStorage): OpenOperationBlocks {
     const open = new OpenOperationBlocks(sql);
-    for (const [id, entries] of sql.exec('SELECT id, entries FROM operation_blocks').raw()) {
-      const list = JSON.parse(String(entries)) as BlockEntry[];
-      open.#blocks.set(Number(id), list);
-      for (const entry of list) {
-        const op = operationOf(entry);
-        open.#byKey.set(op.key, { block: Number(id), op });
-        open.#byTransaction.set(op.transactionId, op);
+    const known = blocksOf(sql);
+    const present = new Set<number>();
+    for (const [id, token] of sql.exec('SELECT id, token FROM operation_blocks').raw()) {
+      const block = Number(id);
+      present.add(block);
+      const cached = known.get(block);
+      if (cached && cached.token === token) {
+        open.#blocks.set(block, cached.block);
+        continue;
       }
+      const entries = sql.exec('SELECT entries FROM operation_blocks WHERE id = ?', block).one().entries;
+      const parsed = new ParsedBlock(JSON.parse(String(entries)) as BlockEntry[]);
+      known.set(block, { token: String(token), block: parsed });
+      open.#blocks.set(block, parsed);
     }
+    for (const block of known.keys()) if (!present.has(block)) known.delete(block);
     return open;
   }
 
@@ -82,26 +121,37 @@ export class OpenOperationBlocks {
     return this.#blocks.size;
   }
 
+  /** The claim under `key` held in a block (not dropped by this step), and its block; null when none. */
+  #held(key: string): { block: number; op: OperationRow } | null {
+    for (const [block, parsed] of this.#blocks) {
+      const op = parsed.byKey.get(key);
+      if (op) return this.#dropped.get(block)?.has(key) ? null : { block, op };
+    }
+    return null;
+  }
+
   /** The claim under `key` held in a block (not dropped by this step), or null. */
   operation(key: string): OperationRow | null {
-    const held = this.#byKey.get(key);
-    return held && !this.#dropped.get(held.block)?.has(key) ? held.op : null;
+    return this.#held(key)?.op ?? null;
   }
 
   /** The claim in flight on a transaction held in a block (one at a time per transaction), or null. */
   pendingOf(transactionId: string): OperationRow | null {
-    const op = this.#byTransaction.get(transactionId);
-    return op && this.operation(op.key) ? op : null;
+    for (const [block, parsed] of this.#blocks) {
+      const op = parsed.byTransaction.get(transactionId);
+      if (op && !this.#dropped.get(block)?.has(op.key)) return op;
+    }
+    return null;
   }
 
   /** Whether `key`'s claim is held in a block (its answer is then a new row, not an update). */
   holds(key: string): boolean {
-    return this.operation(key) !== null;
+    return this.#held(key) !== null;
   }
 
   /** Drops a claim from its block (answered or released), written by `flush`. */
   drop(key: string): void {
-    const held = this.#byKey.get(key);
+    const held = this.#held(key);
     if (!held) return;
     const dropped = this.#dropped.get(held.block) ?? new Set<string>();
     dropped.add(key);
@@ -114,20 +164,53 @@ export class OpenOperationBlocks {
    */
   writeClaims(ops: readonly OperationRow[]): boolean {
     if (ops.length < OPERATION_BLOCK_MIN_CLAIMS) return false;
-    const arrays = jsonArrays(ops.map(entryOf));
-    if (this.count + arrays.length > MAX_OPEN_OPERATION_BLOCKS) return false;
-    for (const array of arrays) this.#sql.exec('INSERT INTO operation_blocks (created_at, entries) VALUES (?, ?)', ops[0]?.createdAt ?? '', array);
+    // Each block at most JSON_PARAMETER_BYTES of JSON (a chunk's 500 claims are about 130 KB: one block).
+    const groups: { entries: BlockEntry[]; texts: string[] }[] = [];
+    let size = 2;
+    for (const op of ops) {
+      const entry = entryOf(op);
+      const text = JSON.stringify(entry);
+      const bytes = utf8Bytes(text) + 1;
+      const last = groups.at(-1);
+      if (!last || size + bytes > JSON_PARAMETER_BYTES) {
+        groups.push({ entries: [entry], texts: [text] });
+        size = 2 + bytes;
+      } else {
+        last.entries.push(entry);
+        last.texts.push(text);
+        size += bytes;
+      }
+    }
+    if (this.count + groups.length > MAX_OPEN_OPERATION_BLOCKS) return false;
+    for (const group of groups) {
+      const token = randomId(16);
+      const id = this.#sql
+        .exec<{ id: number }>('INSERT INTO operation_blocks (created_at, token, entries) VALUES (?, ?, ?) RETURNING id', ops[0]?.createdAt ?? '', token, `[${group.texts.join(',')}]`)
+        .one().id;
+      // Its look-ups from the claims as they are, not parsed back.
+      const block = new ParsedBlock(group.entries);
+      this.#blocks.set(id, block);
+      blocksOf(this.#sql).set(id, { token, block });
+    }
     return true;
   }
 
-  /** Writes the drops: a block left empty is deleted, another rewritten without them (one statement a block). */
+  /** Writes the drops: a block left empty is deleted, another rewritten without them under a new token (one statement a block). */
   flush(): void {
+    const known = blocksOf(this.#sql);
     for (const [block, keys] of this.#dropped) {
-      const left = (this.#blocks.get(block) ?? []).filter((entry) => !keys.has(entry[0]));
-      if (left.length === 0) this.#sql.exec('DELETE FROM operation_blocks WHERE id = ?', block);
-      else this.#sql.exec('UPDATE operation_blocks SET entries = ? WHERE id = ?', JSON.stringify(left), block);
-      this.#blocks.set(block, left);
-      for (const key of keys) this.#byKey.delete(key);
+      const left = (this.#blocks.get(block)?.entries ?? []).filter((entry) => !keys.has(entry[0]));
+      if (left.length === 0) {
+        this.#sql.exec('DELETE FROM operation_blocks WHERE id = ?', block);
+        this.#blocks.delete(block);
+        known.delete(block);
+        continue;
+      }
+      const token = randomId(16);
+      this.#sql.exec('UPDATE operation_blocks SET entries = ?, token = ? WHERE id = ?', JSON.stringify(left), token, block);
+      const parsed = new ParsedBlock(left);
+      this.#blocks.set(block, parsed);
+      known.set(block, { token, block: parsed });
     }
     this.#dropped.clear();
   }
@@ -135,7 +218,9 @@ export class OpenOperationBlocks {
   /** The ids of the transactions with a claim in a block (settlement leaves them out). */
   transactions(): Set<string> {
     const ids = new Set<string>();
-    for (const [id, op] of this.#byTransaction) if (this.operation(op.key)) ids.add(id);
+    for (const [block, parsed] of this.#blocks) {
+      for (const [id, op] of parsed.byTransaction) if (!this.#dropped.get(block)?.has(op.key)) ids.add(id);
+    }
     return ids;
   }
 }

@@ -126,6 +126,7 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS operation_blocks (
      id INTEGER PRIMARY KEY,
      created_at TEXT NOT NULL,
+     token TEXT NOT NULL,
      entries TEXT NOT NULL
    );`,
 ];
