@@ -151,8 +151,8 @@ describe("a transaction's operations counted", () => {
     const counted = await runInDurableObject(located.shard.stub, (_instance, state) => {
       const sql = state.storage.sql;
       const total = sql.exec<{ n: number }>('SELECT COUNT(*) AS n FROM operations').one().n;
-      // The claims in flight in blocks are read once a step for all its transactions (operation-blocks.ts), not per transaction.
-      const open = OpenOperationBlocks.read(sql);
+      // The blocks (claims in flight, and what the states name) are read once a step for all its transactions (operation-blocks.ts).
+      const open = OpenOperationBlocks.read(sql, [target]);
       const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
       const exec = sql.exec.bind(sql);
       sql.exec = ((query: string, ...bindings: unknown[]) => {

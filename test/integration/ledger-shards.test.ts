@@ -74,7 +74,7 @@ describe('where a transaction is stored', () => {
     expect(stored).toHaveLength(1000);
     expect(new Set(stored.map((s) => s.record.id)).size).toBe(1000);
     // Two chunks of 500 rows: two page rows, no claim left, one meta row (and no receipt asked for).
-    expect(await shardRowCounts(shard)).toEqual({ meta: 1, claims: 0, pages: 2, states: 0, operations: 0, operation_counts: 0, handoff: 0, receipt_outbox: 0, settled_pieces: 0 });
+    expect(await shardRowCounts(shard)).toEqual({ meta: 1, claims: 0, pages: 2, states: 0, operations: 0, operation_counts: 0, handoff: 0, receipt_outbox: 0, settled_pieces: 0, operation_blocks: 0 });
 
     // Every id in the result file answers its record.
     const rows = parseResult(await (await call('GET', `/api/filebatch/${id}/download`, { key: shop.secretKey })).text()).rows;

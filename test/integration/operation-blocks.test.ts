@@ -70,27 +70,43 @@ async function authorizations(n: number, tag: string) {
   return { ids, requests, completion, stub: first.shard.stub, identity: first.shard.identity };
 }
 
-/** The shard's operations rows under `keys`, its open blocks and the entries they hold. */
+/**
+ * Where the operations under `keys` are: the `operations` rows holding them (with whether each is
+ * answered), the blocks holding any of them (and how many of those have claims open), and their
+ * block entries, open (7 values) and answered (8).
+ */
 async function stored(stub: DurableObjectStub, keys: readonly string[]) {
   return runInDurableObject(stub, (_instance, state) => {
     const sql = state.storage.sql;
     const rows = sql
       .exec<{ key: string; answered: number }>('SELECT key, answer IS NOT NULL AS answered FROM operations WHERE key IN (SELECT value FROM json_each(?))', JSON.stringify(keys))
       .toArray();
-    const blocks = sql.exec<{ entries: string }>('SELECT entries FROM operation_blocks').toArray();
-    return { rows, blocks: blocks.length, entries: blocks.reduce((sum, b) => sum + (JSON.parse(b.entries) as unknown[]).length, 0) };
+    const wanted = new Set(keys);
+    let blocks = 0;
+    let openBlocks = 0;
+    let open = 0;
+    let answered = 0;
+    for (const block of sql.exec<{ open: number; entries: string }>('SELECT open, entries FROM operation_blocks').toArray()) {
+      const mine = (JSON.parse(block.entries) as unknown[][]).filter((entry) => wanted.has(String(entry[0])));
+      if (mine.length === 0) continue;
+      blocks += 1;
+      if (block.open > 0) openBlocks += 1;
+      open += mine.filter((entry) => entry.length === 7).length;
+      answered += mine.filter((entry) => entry.length === 8).length;
+    }
+    return { rows, blocks, openBlocks, open, answered };
   });
 }
 
 describe("a chunk's claims of operations", () => {
-  it('are one row while with their processors, in flight as claims in rows are; each answer is then its own row, and a replay gets it', async () => {
+  it('are one row while with their processors, in flight as claims in rows are; approved, their answers stay in it and a replay gets them', async () => {
     const { ids, requests, completion, stub, identity } = await authorizations(OPERATION_BLOCK_MIN_CLAIMS + 4, 'blk');
     const keys = requests.map((r) => r.key);
     const begun = await stub.beginOperations(identity, requests);
     if (!Array.isArray(begun)) throw new Error(begun.failed);
     expect(begun.map((b) => b.outcome)).toEqual(requests.map(() => 'claimed'));
     // One block of 20 entries, no row per claim.
-    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, entries: requests.length });
+    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, openBlocks: 1, open: requests.length, answered: 0 });
 
     // In flight: an API capture of one of them is told to ask again; a settlement run would leave
     // them out; each counts as an operation of its transaction.
@@ -110,9 +126,8 @@ describe("a chunk's claims of operations", () => {
 
     const answers = await stub.completeOperations(identity, requests.map(completion));
     if (!Array.isArray(answers)) throw new Error(answers.failed);
-    const after = await stored(stub, keys);
-    expect(after.blocks).toBe(0);
-    expect(after.rows.map((r) => [r.key, r.answered]).sort()).toEqual(keys.map((k) => [k, 1]).sort());
+    // The answers are in the block, which has no claim open now; no row was written for any.
+    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, openBlocks: 0, open: 0, answered: requests.length });
     // Each key answers its first answer, as a redelivered chunk gets it; the records read captured.
     const replayed = await stub.beginOperations(identity, requests);
     if (!Array.isArray(replayed)) throw new Error(replayed.failed);
@@ -123,9 +138,31 @@ describe("a chunk's claims of operations", () => {
     expect((await call('POST', `/api/transaction/${ids[0]}/capture`, { key: shop.secretKey, body: {} })).status).toBe(409);
     const counted = await runInDurableObject(stub, (_instance, state) => operationCountsOf(state.storage.sql, ids.slice(0, 1)).get(ids[0] ?? ''));
     expect(counted).toEqual({ operations: 1, refunds: 0 });
+    const replayAnswer = (begun: unknown) => JSON.parse((begun as { answer: string }).answer) as { status: number; record: { status: string } };
+    expect(replayAnswer(replayed[0])).toMatchObject({ status: 200, record: { status: 'pending_settlement' } });
+
+    // A second chunk on the same transactions (voids): each state names its capture's block already,
+    // so these answers are rows; both kinds replay, and each transaction counts two operations.
+    const voids = requests.map((r, i) => ({ ...r, kind: 'void' as const, key: `${r.transactionId}:void:blk${i}` }));
+    const voidKeys = voids.map((v) => v.key);
+    const claimedVoids = await stub.beginOperations(identity, voids);
+    if (!Array.isArray(claimedVoids)) throw new Error(claimedVoids.failed);
+    expect(new Set(claimedVoids.map((b) => b.outcome))).toEqual(new Set(['claimed']));
+    const voided = await stub.completeOperations(identity, voids.map((v, i) => ({ ...completion(v, i), claimed: { transactionId: v.transactionId, kind: 'void' as const } })));
+    if (!Array.isArray(voided)) throw new Error(voided.failed);
+    const afterVoids = await stored(stub, voidKeys);
+    expect(afterVoids.blocks).toBe(0);
+    expect(afterVoids.rows.map((r) => [r.key, r.answered]).sort()).toEqual(voidKeys.map((k) => [k, 1]).sort());
+    const both = await stub.beginOperations(identity, [...requests, ...voids]);
+    if (!Array.isArray(both)) throw new Error(both.failed);
+    expect(new Set(both.map((b) => b.outcome))).toEqual(new Set(['answered']));
+    expect(replayAnswer(both[0])).toMatchObject({ status: 200, record: { status: 'pending_settlement' } });
+    expect(replayAnswer(both[requests.length])).toMatchObject({ status: 200, record: { status: 'voided' } });
+    const twice = await runInDurableObject(stub, (_instance, state) => operationCountsOf(state.storage.sql, ids.slice(0, 1)).get(ids[0] ?? ''));
+    expect(twice).toEqual({ operations: 2, refunds: 0 });
   });
 
-  it("left by a crashed holder are found abandoned, each settled or released on its own, and the block goes with the last", async () => {
+  it('left by a crashed holder are found abandoned, each settled or released on its own', async () => {
     const { requests, completion, stub, identity } = await authorizations(OPERATION_BLOCK_MIN_CLAIMS, 'crash');
     const keys = requests.map((r) => r.key);
     const begun = await stub.beginOperations(identity, requests);
@@ -156,15 +193,13 @@ describe("a chunk's claims of operations", () => {
     // Half never reached the processor: released, one at a time; the other half did: answered one at a time.
     const half = requests.length / 2;
     for (const request of requests.slice(0, half)) expect(await stub.releaseOperation(identity, request.key)).toBe(true);
-    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, entries: half });
+    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, openBlocks: 1, open: half, answered: 0 });
     for (const [i, request] of requests.entries()) {
       if (i < half) continue;
       const done = await stub.completeOperation(identity, completion(request, i));
       if ('failed' in done) throw new Error(done.failed);
     }
-    const after = await stored(stub, keys);
-    expect(after.blocks).toBe(0);
-    expect(after.rows.map((r) => r.key).sort()).toEqual(keys.slice(half).sort());
+    expect(await stored(stub, keys)).toEqual({ rows: [], blocks: 1, openBlocks: 0, open: 0, answered: half });
     // A released claim's key may be sent again (claimed anew); it stayed counted.
     const [released] = requests;
     if (!released) throw new Error('no request');
@@ -181,7 +216,7 @@ describe("a chunk's claims of operations", () => {
     const begun = await stub.beginOperations(identity, voids);
     if (!Array.isArray(begun)) throw new Error(begun.failed);
     expect(new Set(begun.map((b) => b.outcome))).toEqual(new Set(['claimed']));
-    expect((await stored(stub, voids.map((v) => v.key))).blocks).toBe(1);
+    expect(await stored(stub, voids.map((v) => v.key))).toMatchObject({ rows: [], openBlocks: 1, open: voids.length });
     // A run while the voids are with their processor: it settles none of them.
     expect((await admin('POST', `/admin/merchants/${shop.id}/settle`)).status).toBe(200);
     const status = async (id: string) => (await (await call('GET', `/api/transaction/${id}`, { key: shop.secretKey })).json<Envelope<{ status: string }>>()).data.status;
@@ -189,6 +224,7 @@ describe("a chunk's claims of operations", () => {
     const answers = await stub.completeOperations(identity, voids.map((v, i) => ({ ...completion(v, i), claimed: { transactionId: v.transactionId, kind: 'void' as const } })));
     if (!Array.isArray(answers)) throw new Error(answers.failed);
     for (const id of ids) expect(await status(id)).toBe('voided');
+    expect(await stored(stub, voids.map((v) => v.key))).toMatchObject({ rows: [], openBlocks: 0, answered: voids.length });
   });
 
   it('are rows once the shard holds its bound of open blocks, so what a call reads of them stays bounded', async () => {
@@ -197,7 +233,7 @@ describe("a chunk's claims of operations", () => {
     await runInDurableObject(stub, (_instance, state) => {
       for (let i = 0; i < MAX_OPEN_OPERATION_BLOCKS; i++) {
         state.storage.sql.exec(
-          'INSERT INTO operation_blocks (created_at, token, entries) VALUES (?, ?, ?)',
+          'INSERT INTO operation_blocks (created_at, token, open, entries) VALUES (?, ?, 1, ?)',
           LONG_AGO,
           `t${i}`,
           JSON.stringify([[`txn_elsewhere${i}:void:k`, `txn_elsewhere${i}`, 'void', 'h', 0, null, LONG_AGO]]),
@@ -208,7 +244,7 @@ describe("a chunk's claims of operations", () => {
     if (!Array.isArray(begun)) throw new Error(begun.failed);
     expect(new Set(begun.map((b) => b.outcome))).toEqual(new Set(['claimed']));
     const held = await stored(stub, requests.map((r) => r.key));
-    expect(held.blocks).toBe(MAX_OPEN_OPERATION_BLOCKS);
+    expect(held.blocks).toBe(0);
     expect(held.rows).toHaveLength(requests.length);
     const open = await runInDurableObject(stub, (_instance, state) => OpenOperationBlocks.read(state.storage.sql).count);
     expect(open).toBe(MAX_OPEN_OPERATION_BLOCKS);

@@ -21,6 +21,7 @@ import {
   readStatesOf,
   writeOperationCounts,
   writeStates,
+  type BlockOp,
   type OperationCounts,
   type OperationRow,
   type StateRow,
@@ -53,12 +54,13 @@ export class OperationStep {
    */
   constructor(sql: SqlStorage, merchantId: string, read: { keys: readonly string[]; ids: readonly string[]; found: readonly (PageRecord | null)[]; claims: boolean }) {
     this.#sql = sql;
-    // The open blocks of claims, read once for the step (at most MAX_OPEN_OPERATION_BLOCKS rows).
-    this.#blocks = OpenOperationBlocks.read(sql);
+    this.#states = readStatesOf(sql, merchantId, read.ids);
+    // The blocks with claims open, read once for the step (at most MAX_OPEN_OPERATION_BLOCKS rows),
+    // and the operations answered in blocks that the states name.
+    this.#blocks = OpenOperationBlocks.read(sql, read.ids, this.#states);
     this.#operations = findOperations(sql, read.keys, this.#blocks);
     this.#pending = read.claims ? pendingOperationsOf(sql, read.ids, this.#blocks) : new Map();
     this.#counts = read.claims ? operationCountsOf(sql, read.ids, this.#blocks) : new Map();
-    this.#states = readStatesOf(sql, merchantId, read.ids);
     this.#marks = pageMarks(sql, [...new Set(read.found.flatMap((f) => (f ? [f.row.page] : [])))]);
   }
 
@@ -97,7 +99,22 @@ export class OperationStep {
     if (stored) this.#countsWritten.set(operation.transactionId, counts);
   }
 
-  /** Keeps an operation's answer under its key (it is no longer pending). */
+  /**
+   * Keeps a claim's answer (as stored) in the block that holds the claim, when it has room: where,
+   * for the transaction's state to name (the caller writes that state in this step), or null.
+   * Only an approved capture's or void's, once per transaction (the caller checks both).
+   */
+  keepInBlock(key: string, answer: string): BlockOp | null {
+    const kept = this.#blocks.keep(key, answer);
+    if (!kept) return null;
+    const claimed = this.#operations.get(key);
+    if (!claimed) throw new Error('no such operation was claimed');
+    this.#operations.set(key, { ...claimed, answer });
+    if (this.#pending.get(claimed.transactionId)?.key === key) this.#pending.delete(claimed.transactionId);
+    return kept;
+  }
+
+  /** Keeps an operation's answer under its key, in its row (it is no longer pending). */
   answer(key: string, answer: string): void {
     const claimed = this.#operations.get(key);
     if (!claimed) throw new Error('no such operation was claimed');

@@ -202,6 +202,11 @@ function answerOperationNow(
   const packed = completion.packed && approved && claimed.kind !== 'refund' ? { record: JSON.stringify(packResultColumns(applied.original)), amountRefunded: applied.amountRefunded } : null;
   let json: string | null = null;
   const answer = () => (json ??= JSON.stringify(made));
+  // Kept as what differs from the page record when that rebuilds it exactly (operation-answers.ts).
+  const stored = answerToStore(answer, found?.stored.record ?? null, made);
+  // An approved capture's or void's answer is kept in the block its claim is in, once a transaction
+  // (operation-blocks.ts): the state written below names it, and no row is written for it.
+  const kept = approved && claimed.kind !== 'refund' && !now.blockOp ? step.keepInBlock(completion.key, stored) : null;
   if (approved) {
     step.writeState(
       {
@@ -212,6 +217,7 @@ function answerOperationNow(
         capturedAt: applied.original.captured_at === null ? null : String(applied.original.captured_at),
         settledOn: now.settledOn,
         ...(packed ? { resultJson: packed.record } : {}),
+        ...(kept ? { blockOp: kept } : {}),
       },
       completion.now,
     );
@@ -229,8 +235,7 @@ function answerOperationNow(
       completion.now,
     );
   }
-  // Kept as what differs from the page record when that rebuilds it exactly (operation-answers.ts).
-  step.answer(completion.key, answerToStore(answer, found?.stored.record ?? null, made));
+  if (!kept) step.answer(completion.key, stored);
   if (receipt) step.queueReceipt(receipt);
   if (packed) return { answer: '', packed, receipt };
   // The transaction as written (as it was, when the processor declined): what the search index takes

@@ -87,11 +87,16 @@ export function spannedGroups(rows: readonly { values: readonly unknown[]; large
   return groups;
 }
 
+/** The transaction an operation's key names (every key begins with its transaction's id and a colon: operationKeyRange). */
+export function keyTransaction(key: string): string {
+  return key.slice(0, key.indexOf(':'));
+}
+
 /**
- * The operations under `keys` (claimed or answered, in a row or an open block), by key. Rows read as
+ * The operations under `keys` (claimed or answered, in a row or a block), by key. Rows read as
  * arrays (`raw()`): a row as an object cost twice the time to build.
  */
-export function findOperations(sql: SqlStorage, keys: readonly string[], open: OpenOperationBlocks = OpenOperationBlocks.read(sql)): Map<string, OperationRow> {
+export function findOperations(sql: SqlStorage, keys: readonly string[], open: OpenOperationBlocks = OpenOperationBlocks.read(sql, keys.map(keyTransaction))): Map<string, OperationRow> {
   const found = new Map<string, OperationRow>();
   // A batch chunk's claims are in a block (operation-blocks.ts): the keys it holds need no row read.
   const inRows: string[] = [];
@@ -119,11 +124,11 @@ export function findOperations(sql: SqlStorage, keys: readonly string[], open: O
  */
 export function operationTargets(sql: SqlStorage, keys: readonly string[]): Map<string, { transactionId: string; kind: OperationKind; open: boolean }> {
   const found = new Map<string, { transactionId: string; kind: OperationKind; open: boolean }>();
-  const blocks = OpenOperationBlocks.read(sql);
+  const blocks = OpenOperationBlocks.read(sql, keys.map(keyTransaction));
   const inRows: string[] = [];
   for (const key of new Set(keys)) {
     const held = blocks.operation(key);
-    if (held) found.set(key, { transactionId: held.transactionId, kind: held.kind, open: true });
+    if (held) found.set(key, { transactionId: held.transactionId, kind: held.kind, open: held.answer === null });
     else inRows.push(key);
   }
   for (const array of jsonArrays(inRows)) {
@@ -168,7 +173,7 @@ export const COUNTS_ROW_FROM = 16;
  * before, else (fewer than COUNTS_ROW_FROM, operated on before the counts existed, or never)
  * counted from its rows.
  */
-export function operationCountsOf(sql: SqlStorage, ids: readonly string[], open: OpenOperationBlocks = OpenOperationBlocks.read(sql)): Map<string, OperationCounts> {
+export function operationCountsOf(sql: SqlStorage, ids: readonly string[], open: OpenOperationBlocks = OpenOperationBlocks.read(sql, ids)): Map<string, OperationCounts> {
   const counts = new Map<string, OperationCounts>();
   const distinct = [...new Set(ids)];
   for (const array of jsonArrays(distinct)) {
@@ -190,9 +195,11 @@ export function operationCountsOf(sql: SqlStorage, ids: readonly string[], open:
   }
   for (const id of uncounted) {
     const counted = counts.get(id) ?? { operations: 0, refunds: 0 };
-    // A claim in a block has no row yet: it counts as its row will.
+    // A claim open in a block, and an operation answered in one (never a refund), have no row: each counts as one.
     const held = open.pendingOf(id);
-    counts.set(id, held ? { operations: counted.operations + 1, refunds: counted.refunds + (held.kind === 'refund' ? 1 : 0) } : counted);
+    const operations = counted.operations + (held ? 1 : 0) + (open.hasBlockOperation(id) ? 1 : 0);
+    const refunds = counted.refunds + (held?.kind === 'refund' ? 1 : 0);
+    counts.set(id, operations === counted.operations ? counted : { operations, refunds });
   }
   return counts;
 }
@@ -289,12 +296,13 @@ export function writeStates(sql: SqlStorage, states: readonly { state: StateRow;
   }
   for (const { json, bytes } of spannedGroups([...last.values()])) {
     sql.exec(
-      `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at)
+      `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at, op_block, op_key)
        SELECT value ->> 0, value ->> 1,
-         CASE value ->> 7 WHEN 1 THEN substr(?2, value ->> 8, value ->> 9) ELSE CAST(substr(?2, value ->> 8, value ->> 9) AS TEXT) END,
-         value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6 FROM json_each(?1) WHERE true
+         CASE value ->> 9 WHEN 1 THEN substr(?2, value ->> 10, value ->> 11) ELSE CAST(substr(?2, value ->> 10, value ->> 11) AS TEXT) END,
+         value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8 FROM json_each(?1) WHERE true
        ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
-         captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,
+         captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at,
+         op_block = COALESCE(excluded.op_block, states.op_block), op_key = COALESCE(excluded.op_key, states.op_key)`,
       json,
       bytes,
     );

@@ -121,14 +121,18 @@ const MIGRATIONS: readonly string[] = [
   // 8. A transaction's operations are found by their keys, which begin with its id (operationKeyRange
   // in operations.ts): the index on transaction_id cost every claim a third B-tree write.
   `DROP INDEX IF EXISTS operations_transaction;`,
-  // 9. A batch chunk's claims of operations as one row while they are with their processors
-  // (operation-blocks.ts); each becomes an `operations` row with its answer.
+  // 9. A batch chunk's claims of operations as one row (operation-blocks.ts), and the approved
+  // captures' and voids' answers kept in it, each found from its transaction's state (op_block, op_key).
   `CREATE TABLE IF NOT EXISTS operation_blocks (
      id INTEGER PRIMARY KEY,
      created_at TEXT NOT NULL,
      token TEXT NOT NULL,
+     open INTEGER NOT NULL,
      entries TEXT NOT NULL
-   );`,
+   );
+   CREATE INDEX IF NOT EXISTS operation_blocks_open ON operation_blocks(open) WHERE open > 0;
+   ALTER TABLE states ADD COLUMN op_block INTEGER;
+   ALTER TABLE states ADD COLUMN op_key TEXT;`,
 ];
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 

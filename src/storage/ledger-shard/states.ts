@@ -15,10 +15,32 @@ export interface StateRow {
   settledOn: string | null;
   /** The JSON of the record's result columns, when the writer made it already (packedRecordJson). */
   resultJson?: string;
+  /**
+   * The transaction's operation whose answer is kept in an operation block, not a row, and where
+   * (operation-blocks.ts): at most one a transaction. Written once; a write that leaves it out keeps it.
+   */
+  blockOp?: BlockOp | null;
+}
+
+/** An operation answered in a block: the block's id and the operation's key. */
+export interface BlockOp {
+  block: number;
+  key: string;
 }
 
 /** `record`: plain JSON text in rows written before compression, else the BLOB of record-codec.ts. */
-export type StateSql = { id: string; original: number; record: string | ArrayBuffer; amount_refunded: number; unsettled: number; captured_at: string | null; settled_on: string | null };
+export type StateSql = {
+  id: string;
+  original: number;
+  record: string | ArrayBuffer;
+  amount_refunded: number;
+  unsettled: number;
+  captured_at: string | null;
+  settled_on: string | null;
+  /** Schema step 9 (absent in rows read from an older shard's tables). */
+  op_block?: number | null;
+  op_key?: string | null;
+};
 
 export function stateFromSql(merchantId: string, row: StateSql): StateRow {
   return {
@@ -28,6 +50,7 @@ export function stateFromSql(merchantId: string, row: StateSql): StateRow {
     unsettled: row.unsettled === 1,
     capturedAt: row.captured_at,
     settledOn: row.settled_on,
+    blockOp: row.op_block != null && row.op_key != null ? { block: row.op_block, key: row.op_key } : null,
   };
 }
 
@@ -41,15 +64,19 @@ export function readStates(sql: SqlStorage, merchantId: string, ids: readonly st
 
 export function writeState(sql: SqlStorage, state: StateRow, updatedAt: string): void {
   sql.exec(
-    `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO states (id, original, record, amount_refunded, unsettled, captured_at, settled_on, updated_at, op_block, op_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET record = excluded.record, amount_refunded = excluded.amount_refunded, unsettled = excluded.unsettled,
-       captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at`,
+       captured_at = excluded.captured_at, settled_on = excluded.settled_on, updated_at = excluded.updated_at,
+       op_block = COALESCE(excluded.op_block, states.op_block), op_key = COALESCE(excluded.op_key, states.op_key)`,
     ...stateRowValues(state, updatedAt),
   );
 }
 
 /** A state row's column values, in the `states` table's order (one write here, many in bulk.ts); the record as encodeState stores it. */
-export function stateRowValues(state: StateRow, updatedAt: string): [string, number, string | ArrayBuffer, number, number, string | null, string | null, string] {
+export function stateRowValues(
+  state: StateRow,
+  updatedAt: string,
+): [string, number, string | ArrayBuffer, number, number, string | null, string | null, string, number | null, string | null] {
   return [
     String(state.stored.record.id),
     state.original ? 1 : 0,
@@ -59,6 +86,8 @@ export function stateRowValues(state: StateRow, updatedAt: string): [string, num
     state.capturedAt,
     state.settledOn,
     updatedAt,
+    state.blockOp?.block ?? null,
+    state.blockOp?.key ?? null,
   ];
 }
 
