@@ -74,6 +74,8 @@ class ParsedBlock {
     readonly entries: readonly BlockEntry[],
     /** The block's JSON bytes. */
     readonly bytes: number,
+    /** Each entry's JSON, when the writer has it (a rewrite then joins them rather than making them again). */
+    readonly texts?: readonly string[],
   ) {
     for (const entry of entries) {
       if (entry[7] !== undefined) continue;
@@ -279,7 +281,7 @@ export class OpenOperationBlocks {
         )
         .one().id;
       // Its look-ups from the claims as they are, not parsed back.
-      const block = new ParsedBlock(group.entries, group.bytes);
+      const block = new ParsedBlock(group.entries, group.bytes, group.texts);
       this.#blocks.set(id, block);
       blocksOf(this.#sql).set(id, { token, block });
     }
@@ -296,13 +298,20 @@ export class OpenOperationBlocks {
       const dropped = this.#dropped.get(block);
       const kept = this.#kept.get(block);
       const entries: BlockEntry[] = [];
+      const texts: string[] = [];
+      const parsed = this.#blocks.get(block);
       let open = 0;
-      for (const entry of this.#blocks.get(block)?.entries ?? []) {
+      for (const [i, entry] of (parsed?.entries ?? []).entries()) {
         if (dropped?.has(entry[0])) continue;
+        const text = parsed?.texts?.[i] ?? JSON.stringify(entry);
         const answer = kept?.get(entry[0]);
-        if (answer !== undefined) entries.push([entry[0], entry[1], entry[2], entry[3], entry[4], entry[5], entry[6], answer]);
-        else {
+        if (answer !== undefined) {
+          entries.push([entry[0], entry[1], entry[2], entry[3], entry[4], entry[5], entry[6], answer]);
+          // The entry's JSON with its answer last: `[…]` becomes `[…,"answer"]`.
+          texts.push(`${text.slice(0, -1)},${JSON.stringify(answer)}]`);
+        } else {
           entries.push(entry);
+          texts.push(text);
           if (entry[7] === undefined) open += 1;
         }
       }
@@ -313,12 +322,12 @@ export class OpenOperationBlocks {
         continue;
       }
       const token = randomId(16);
-      const json = JSON.stringify(entries);
+      const json = `[${texts.join(',')}]`;
       this.#sql.exec('UPDATE operation_blocks SET entries = ?, token = ?, open = ? WHERE id = ?', json, token, open, block);
       if (open === 0) continue;
-      const parsed = new ParsedBlock(entries, utf8Bytes(json));
-      this.#blocks.set(block, parsed);
-      known.set(block, { token, block: parsed });
+      const rewritten = new ParsedBlock(entries, utf8Bytes(json), texts);
+      this.#blocks.set(block, rewritten);
+      known.set(block, { token, block: rewritten });
     }
     this.#dropped.clear();
     this.#kept.clear();
