@@ -25,7 +25,7 @@
  * Bounds: a step writes a block only while the shard holds fewer than MAX_OPEN_OPERATION_BLOCKS
  * blocks with claims open (else its claims are rows, as an API operation's are), so the open blocks a
  * call reads are at most that many rows of at most BLOCK_JSON_BYTES (in practice a chunk's claims are
- * about 130 KB, open from its claim call to its answer call, a second or two). A block row, answers
+ * about 100 KB (about 200 bytes a claim; with its answer about 400), open from its claim call to its answer call, a second or two). A block row, answers
  * and all, stays under BLOCK_JSON_BYTES (half of the 2 MB a row holds). Answered blocks are read only
  * by a replay of a key they hold, each once a step: a step's keys were claimed by at most as many
  * steps as their chunk had deliveries. Blocks go with the shard, as its `operations` rows do.
@@ -42,7 +42,7 @@ export const OPERATION_BLOCK_MIN_CLAIMS = 16;
 /**
  * Blocks with claims open a shard may hold: a chunk's block is open while its claims are with their
  * processors, and a crashed chunk's until its redelivery settles them. At most 16 rows of at most
- * 1 MB are read by a call that reads them (about 130 KB each in practice).
+ * 1 MB are read by a call that reads them (about 100 KB each in practice).
  */
 export const MAX_OPEN_OPERATION_BLOCKS = 16;
 
