@@ -24,11 +24,12 @@
  *
  * Bounds: a step writes a block only while the shard holds fewer than MAX_OPEN_OPERATION_BLOCKS
  * blocks with claims open (else its claims are rows, as an API operation's are), so the open blocks a
- * call reads are at most that many rows of at most BLOCK_JSON_BYTES (in practice a chunk's claims are
- * about 100 KB (about 200 bytes a claim; with its answer about 400), open from its claim call to its answer call, a second or two). A block row, answers
- * and all, stays under BLOCK_JSON_BYTES (half of the 2 MB a row holds). Answered blocks are read only
- * by a replay of a key they hold, each once a step: a step's keys were claimed by at most as many
- * steps as their chunk had deliveries. Blocks go with the shard, as its `operations` rows do.
+ * call reads are at most that many rows of at most BLOCK_JSON_BYTES. In practice a chunk's claims
+ * are about 100 KB (some 200 bytes a claim, 400 with its answer), open from its claim call to its
+ * answer call, a second or two. A block row, answers and all, stays under BLOCK_JSON_BYTES (half of
+ * the 2 MB a row holds). Answered blocks are read only by a replay of a key they hold, each once a
+ * step: a step's keys were claimed by at most as many steps as their chunk had deliveries. Blocks go
+ * with the shard, as its `operations` rows do.
  */
 import type { OperationKind, OperationRow } from './operations';
 import type { BlockOp, StateRow } from './states';
