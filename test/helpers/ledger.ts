@@ -11,7 +11,7 @@ import { gunzipText } from '../../src/lib/gzip';
 import { createChargeTable } from '../../src/storage/sandbox-calls';
 import { createShardTables, unpackRecord, type PackedRecord, type StoredTransaction } from '../../src/storage/ledger-shard';
 import { decodeStored } from '../../src/storage/ledger-shard/record-codec';
-import type { OperationRequest } from '../../src/storage/ledger-shard';
+import type { OperationRequest, OperationResult } from '../../src/storage/ledger-shard';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
 
@@ -183,6 +183,18 @@ export async function merchantEntries(merchantId: string): Promise<StoredTransac
   ];
   return (await Promise.all(names.map(shardEntryList))).flat();
 }
+
+/** A processor's approval of a capture of 10.00, as a test answers a claimed operation with. */
+export const APPROVED_OPERATION: OperationResult = {
+  response: 'approved',
+  responseCode: 100,
+  amountAuthorized: 1000,
+  authCode: 'A1',
+  processorResponseCode: '00',
+  processorResponseText: 'Approved',
+  avsResponseCode: null,
+  cvvResponseCode: null,
+};
 
 /**
  * A capture of `transactionId` claimed in its ledger shard under `{id}:capture:{clientKey}` (the

@@ -10,25 +10,15 @@ import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { watchObjectSql } from '../helpers/sql-watch';
-import { claimedCapture } from '../helpers/ledger';
+import { APPROVED_OPERATION, claimedCapture } from '../helpers/ledger';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
-import { OpenOperationBlocks, operationCountsOf, operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
+import { OpenOperationBlocks, operationCountsOf, operationCurrent, type OperationCompleted, type OperationCompletion, type OperationRequest } from '../../src/storage/ledger-shard';
 import { unpackResultColumns, type TransactionRecord } from '../../src/schemas/transaction-columns';
 
 type TxRecord = Record<string, string | number | boolean | null>;
 
 const AUTHORIZE = { transaction_type: 'authorize', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 };
-const APPROVED: OperationResult = {
-  response: 'approved',
-  responseCode: 100,
-  amountAuthorized: 1000,
-  authCode: 'A1',
-  processorResponseCode: '00',
-  processorResponseText: 'Approved',
-  avsResponseCode: null,
-  cvvResponseCode: null,
-};
 
 let shop: TestMerchant;
 beforeAll(async () => {
@@ -70,7 +60,7 @@ describe("a chunk's captures in the ledger shard of their authorizations", () =>
       if (!Array.isArray(begun)) throw new Error('the shard failed');
       expect(begun.map((b) => b.outcome)).toEqual(requests.map(() => 'claimed'));
       claimBytes = JSON.stringify(begun).length;
-      const completions: OperationCompletion[] = requests.map((r, i) => ({ key: r.key, query: r.query, result: APPROVED, now: iso, expiredBefore: r.expiredBefore, idempotencyKey: `row${i}`, ipAddress: null }));
+      const completions: OperationCompletion[] = requests.map((r, i) => ({ key: r.key, query: r.query, result: APPROVED_OPERATION, now: iso, expiredBefore: r.expiredBefore, idempotencyKey: `row${i}`, ipAddress: null }));
       const answers = await stub.completeOperations(identity, completions);
       if (!Array.isArray(answers)) throw new Error('the shard failed');
       answerBytes = JSON.stringify(answers).length;
@@ -110,7 +100,7 @@ describe('a capture answered packed (a batch chunk asks so)', () => {
     const id = String(auth.id);
     const { stub, identity, request, iso } = await claimedCapture(shop.id, id, 'packed1');
     const answers = await stub.completeOperations(identity, [
-      { key: request.key, query: request.query, result: APPROVED, now: iso, expiredBefore: request.expiredBefore, idempotencyKey: 'packed1', ipAddress: null, claimed: { transactionId: id, kind: 'capture' }, packed: true },
+      { key: request.key, query: request.query, result: APPROVED_OPERATION, now: iso, expiredBefore: request.expiredBefore, idempotencyKey: 'packed1', ipAddress: null, claimed: { transactionId: id, kind: 'capture' }, packed: true },
     ]);
     if (!Array.isArray(answers)) throw new Error(answers.failed);
     const [answer] = answers;

@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, createMerchant, type Envelope, type TestMerchant } from '../helpers/api';
 import { locateTransaction } from '../../src/services/transactions/engine';
 import { sha256Hex } from '../../src/lib/crypto';
+import { APPROVED_OPERATION } from '../helpers/ledger';
 import {
   MAX_OPEN_OPERATION_BLOCKS,
   OPERATION_BLOCK_MIN_CLAIMS,
@@ -18,20 +19,9 @@ import {
   transactionsInFlight,
   type OperationCompletion,
   type OperationRequest,
-  type OperationResult,
 } from '../../src/storage/ledger-shard';
 
 const AUTHORIZE = { transaction_type: 'authorize', cc_number: '4111111111111111', cc_expiration: '12/30', amount: 1000 };
-const APPROVED: OperationResult = {
-  response: 'approved',
-  responseCode: 100,
-  amountAuthorized: 1000,
-  authCode: 'A1',
-  processorResponseCode: '00',
-  processorResponseText: 'Approved',
-  avsResponseCode: null,
-  cvvResponseCode: null,
-};
 const LONG_AGO = '2000-01-01T00:00:00.000Z';
 
 let shop: TestMerchant;
@@ -60,7 +50,7 @@ async function authorizations(n: number, tag: string) {
   const completion = (request: OperationRequest, i: number): OperationCompletion => ({
     key: request.key,
     query: request.query,
-    result: APPROVED,
+    result: APPROVED_OPERATION,
     now: new Date().toISOString(),
     expiredBefore: LONG_AGO,
     idempotencyKey: `${tag}${i}`,
