@@ -17,7 +17,7 @@ import { sha256Hex } from '../../src/lib/crypto';
 import { utcDay } from '../../src/services/transactions/ledger';
 import { defaultSandboxProcessorId } from '../../src/services/transactions/processors/registry';
 import { sandboxAcquirerName } from '../../src/services/transactions/processors/sandbox';
-import { operationCurrent, type OperationCompletion, type OperationKind, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
+import { OPERATION_BLOCK_MIN_CLAIMS, operationCurrent, type OperationCompletion, type OperationKind, type OperationRequest, type OperationResult } from '../../src/storage/ledger-shard';
 import type { TransactionRecord } from '../../src/schemas/transaction-columns';
 
 type TxRecord = Record<string, string | number | boolean | null>;
@@ -165,7 +165,8 @@ describe('an answer that names what its claim acts on', () => {
 
 describe('a chunk of capture rows and API captures of the same authorizations at once', () => {
   it('each authorization is captured once, by the row or by the API; the processor is asked once each', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
-    const auths = await Promise.all(Array.from({ length: 12 }, () => create(AUTHORIZE)));
+    // More than OPERATION_BLOCK_MIN_CLAIMS: the chunk's claims are one block row (operation-blocks.ts).
+    const auths = await Promise.all(Array.from({ length: OPERATION_BLOCK_MIN_CLAIMS + 4 }, () => create(AUTHORIZE)));
     const ids = auths.map((a) => String(a.id));
     const { id, messages } = await createUnqueuedBatch(shop.secretKey, csv(OPS_HEADER, ids.map((txn) => ['capture', txn, ''])));
     await markQueuedWithoutSending(id);
@@ -191,14 +192,18 @@ describe('a chunk of capture rows and API captures of the same authorizations at
 });
 
 describe('a chunk of many lifecycle rows delivered twice', () => {
+  // Six of each kind: 24 rows, more than OPERATION_BLOCK_MIN_CLAIMS, so the chunk's claims are one
+  // block row and its approved captures' and voids' answers are kept in it (operation-blocks.ts).
+  const EACH = 6;
+  const MANY = EACH * 4;
   async function chunkOfMany() {
-    const auths = await Promise.all(Array.from({ length: 9 }, () => create(AUTHORIZE)));
-    const sales = await Promise.all(Array.from({ length: 3 }, () => create({ ...AUTHORIZE, transaction_type: 'sale' })));
+    const auths = await Promise.all(Array.from({ length: EACH * 3 }, () => create(AUTHORIZE)));
+    const sales = await Promise.all(Array.from({ length: EACH }, () => create({ ...AUTHORIZE, transaction_type: 'sale' })));
     await settleNow();
     const rows = [
-      ...auths.slice(0, 3).map((a) => ['capture', String(a.id), '']),
-      ...auths.slice(3, 6).map((a) => ['capture', String(a.id), '400']),
-      ...auths.slice(6, 9).map((a) => ['void', String(a.id), '']),
+      ...auths.slice(0, EACH).map((a) => ['capture', String(a.id), '']),
+      ...auths.slice(EACH, EACH * 2).map((a) => ['capture', String(a.id), '400']),
+      ...auths.slice(EACH * 2).map((a) => ['void', String(a.id), '']),
       ...sales.map((s) => ['refund', String(s.id), '250']),
     ];
     // A second chunk of rows refused before any read (no transaction named), delivered last: until
@@ -213,12 +218,12 @@ describe('a chunk of many lifecycle rows delivered twice', () => {
   async function expectActedOnce(batchId: string, last: unknown, auths: string[], sales: string[]) {
     expect((await deliver('binbatch-chunks', [last])).retryMessages).toEqual([]);
     expect((await status(shop.secretKey, batchId)).status).toBe('completed');
-    const rows = parseResult(await (await call('GET', `/api/filebatch/${batchId}/download`, { key: shop.secretKey })).text()).rows.slice(0, 12);
-    expect(rows.map((r) => r.response)).toEqual(Array.from({ length: 12 }, () => 'approved'));
+    const rows = parseResult(await (await call('GET', `/api/filebatch/${batchId}/download`, { key: shop.secretKey })).text()).rows.slice(0, MANY);
+    expect(rows.map((r) => r.response)).toEqual(Array.from({ length: MANY }, () => 'approved'));
     for (const [i, txn] of auths.entries()) {
-      const kind = i < 6 ? 'capture' : 'void';
+      const kind = i < EACH * 2 ? 'capture' : 'void';
       expect(await sandboxCalls(`${txn}:${kind}`)).toEqual([{ type: kind, chargeCalls: 1 }]);
-      expect(await get(txn)).toMatchObject(i < 3 ? { amount_captured: 1000 } : i < 6 ? { amount_captured: 400 } : { status: 'voided' });
+      expect(await get(txn)).toMatchObject(i < EACH ? { amount_captured: 1000 } : i < EACH * 2 ? { amount_captured: 400 } : { status: 'voided' });
     }
     for (const txn of sales) {
       expect(await sandboxCalls(`${txn}:refund`)).toEqual([{ type: 'refund', chargeCalls: 1 }]);
@@ -227,7 +232,7 @@ describe('a chunk of many lifecycle rows delivered twice', () => {
     // The search index says what the ledger says: each transaction as the rows left it.
     for (const [i, txn] of auths.entries()) {
       const found = await searchOne(txn);
-      expect(found).toMatchObject(i < 3 ? { status: 'pending_settlement', amount_captured: 1000 } : i < 6 ? { status: 'pending_settlement', amount_captured: 400 } : { status: 'voided' });
+      expect(found).toMatchObject(i < EACH ? { status: 'pending_settlement', amount_captured: 1000 } : i < EACH * 2 ? { status: 'pending_settlement', amount_captured: 400 } : { status: 'voided' });
     }
     for (const txn of sales) expect(await searchOne(txn)).toMatchObject({ status: 'partially_refunded' });
   }
@@ -247,7 +252,7 @@ describe('a chunk of many lifecycle rows delivered twice', () => {
     expect((await deliver('binbatch-chunks', [messages[0]], 2)).retryMessages).toEqual([]);
     const again = await (await env.FILES.get(resultPartKey(id, 0)))?.text();
     // The approved rows' lines are their first answers again (the refused filler's carry the time they were refused).
-    expect(again?.split('\n').slice(0, 12)).toEqual(first?.split('\n').slice(0, 12));
+    expect(again?.split('\n').slice(0, MANY)).toEqual(first?.split('\n').slice(0, MANY));
     await expectActedOnce(id, messages[1], auths, sales);
   });
 

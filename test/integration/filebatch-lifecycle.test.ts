@@ -164,32 +164,6 @@ describe('one authorization, a capture row and an API capture at once', () => {
   });
 });
 
-describe("twenty authorizations, a file capturing them (a chunk's claims in one block) and twenty API captures at once", () => {
-  it('each is captured once, by the row or by the API; the processor is asked once per authorization', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
-    const auths = await Promise.all(Array.from({ length: 20 }, () => create(AUTHORIZE)));
-    const ids = auths.map((auth) => String(auth.id));
-    const { id, messages } = await createUnqueuedBatch(shop.secretKey, csv(OPS_HEADER, ids.map((txn) => ['capture', txn, ''])));
-    await markQueuedWithoutSending(id);
-    const [delivery, ...api] = await Promise.all([
-      deliver('binbatch-chunks', messages),
-      ...ids.map((txn) => call('POST', `/api/transaction/${txn}/capture`, { key: shop.secretKey })),
-    ]);
-    // Rows whose claim lost to the API's: the chunk is tried again, and they meet captured transactions.
-    if (delivery.retryMessages.length > 0) expect((await deliver('binbatch-chunks', messages, 2)).retryMessages).toEqual([]);
-    expect((await status(shop.secretKey, id)).status).toBe('completed');
-    const rows = parseResult(await (await call('GET', `/api/filebatch/${id}/download`, { key: shop.secretKey })).text()).rows;
-    expect(rows).toHaveLength(ids.length);
-    for (const [i, txn] of ids.entries()) {
-      const rowWon = rows[i]?.response === 'approved';
-      // Exactly one of the two captured it: the other was told it is in progress (409) or meets a captured transaction.
-      expect(api[i]?.status).toBe(rowWon ? 409 : 200);
-      if (!rowWon) expect(rows[i]?.processor_response_text).toContain('capture is allowed only while authorized');
-      expect((await sandboxCalls(shop, `${txn}:capture`)).filter((c) => c.type === 'capture')).toEqual([{ type: 'capture', chargeCalls: 1 }]);
-      expect(await get(txn)).toMatchObject({ status: 'pending_settlement', amount_captured: 1000 });
-    }
-  });
-});
-
 describe('rows naming rows of the same file', () => {
   it('captures an authorization made earlier in the same file, voids a sale of it, and refuses a line that made none', { timeout: QUEUE_TEST_TIMEOUT }, async () => {
     const header = [...CARD_HEADER, 'transaction_id'];
