@@ -223,8 +223,7 @@ describe("a chunk's claims of operations", () => {
     await runInDurableObject(stub, (_instance, state) => {
       for (let i = 0; i < MAX_OPEN_OPERATION_BLOCKS; i++) {
         state.storage.sql.exec(
-          'INSERT INTO operation_blocks (created_at, token, open, entries) VALUES (?, ?, 1, ?)',
-          LONG_AGO,
+          'INSERT INTO operation_blocks (token, open, entries) VALUES (?, 1, ?)',
           `t${i}`,
           JSON.stringify([[`txn_elsewhere${i}:void:k`, `txn_elsewhere${i}`, 'void', 'h', 0, null, LONG_AGO]]),
         );

@@ -11,7 +11,7 @@ import { utf8Bytes, type PageRow } from './pages';
 import { JSON_PARAMETER_BYTES, jsonArrays } from './json-arrays';
 import { hasTables } from './schema';
 import { readStates, stateRowValues, type StateRow } from './states';
-import { operationFromSql, type OperationKind, type OperationRow, type OperationSql } from './operations';
+import { keyTransaction, operationFromSql, type OperationKind, type OperationRow, type OperationSql } from './operations';
 import { encodeStored } from './record-codec';
 import { OpenOperationBlocks } from './operation-blocks';
 
@@ -85,11 +85,6 @@ export function spannedGroups(rows: readonly { values: readonly unknown[]; large
   }
   flush();
   return groups;
-}
-
-/** The transaction an operation's key names (every key begins with its transaction's id and a colon: operationKeyRange). */
-export function keyTransaction(key: string): string {
-  return key.slice(0, key.indexOf(':'));
 }
 
 /**

@@ -31,7 +31,7 @@
  * step: a step's keys were claimed by at most as many steps as their chunk had deliveries. Blocks go
  * with the shard, as its `operations` rows do.
  */
-import type { OperationKind, OperationRow } from './operations';
+import { keyTransaction, type OperationKind, type OperationRow } from './operations';
 import type { BlockOp, StateRow } from './states';
 import { JSON_PARAMETER_BYTES } from './json-arrays';
 import { utf8Bytes } from './pages';
@@ -60,11 +60,6 @@ function entryOf(op: OperationRow): BlockEntry {
 function operationOf(entry: BlockEntry): OperationRow {
   const [key, transactionId, kind, requestHash, amount, refundId, createdAt, answer] = entry;
   return { key, transactionId, kind, requestHash, amount, refundId, createdAt, answer: answer ?? null };
-}
-
-/** The JSON bytes of an entry in its block's array (with its comma). */
-function entryBytes(entry: BlockEntry): number {
-  return utf8Bytes(JSON.stringify(entry)) + 1;
 }
 
 /** One block's entries and the look-ups of those still open, as written under one token (a rewrite is a new one). */
@@ -189,8 +184,7 @@ export class OpenOperationBlocks {
   operation(key: string): OperationRow | null {
     const held = this.#held(key);
     if (held) return held.op;
-    const transactionId = key.slice(0, key.indexOf(':'));
-    const named = this.#blockOps.get(transactionId);
+    const named = this.#blockOps.get(keyTransaction(key));
     if (!named || named.key !== key) return null;
     let answered = this.#answered.get(named.block);
     if (!answered) {
@@ -274,8 +268,7 @@ export class OpenOperationBlocks {
       const token = randomId(16);
       const id = this.#sql
         .exec<{ id: number }>(
-          'INSERT INTO operation_blocks (created_at, token, open, entries) VALUES (?, ?, ?, ?) RETURNING id',
-          ops[0]?.createdAt ?? '',
+          'INSERT INTO operation_blocks (token, open, entries) VALUES (?, ?, ?) RETURNING id',
           token,
           group.entries.length,
           `[${group.texts.join(',')}]`,

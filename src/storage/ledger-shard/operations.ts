@@ -61,6 +61,11 @@ export function operationKeyRange(transactionId: string): [after: string, before
   return [`${transactionId}:`, `${transactionId};`];
 }
 
+/** The transaction an operation's key names (its id, before the first colon: see operationKeyRange). */
+export function keyTransaction(key: string): string {
+  return key.slice(0, key.indexOf(':'));
+}
+
 /**
  * The surcharge a transaction's approved refunds have returned so far (each refund's answer holds
  * its record, whose service_fee is the surcharge it returned). Read by its keys' range in the same

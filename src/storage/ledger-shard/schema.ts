@@ -125,7 +125,6 @@ const MIGRATIONS: readonly string[] = [
   // captures' and voids' answers kept in it, each found from its transaction's state (op_block, op_key).
   `CREATE TABLE IF NOT EXISTS operation_blocks (
      id INTEGER PRIMARY KEY,
-     created_at TEXT NOT NULL,
      token TEXT NOT NULL,
      open INTEGER NOT NULL,
      entries TEXT NOT NULL
